@@ -1,0 +1,9 @@
+"""CAM Engine: a long-document memory for LLM reading agents (CAM's incremental,
+overlapping hierarchy of summaries, kept in a graph store)."""
+
+from cam_engine.config import Environment, Settings
+from cam_engine.errors import CamError
+from cam_engine.memory import Memory, NodeView
+
+__all__ = ["CamError", "Environment", "Memory", "NodeView", "Settings"]
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Benchmarks and measurements: scripts that print figures, never timed tests."""

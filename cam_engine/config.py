@@ -1,0 +1,132 @@
+"""Settings of a memory, and the one place the environment is read.
+
+``Settings`` holds everything that shapes a memory's structure. It is stored with the
+memory, so reopening it continues with the same algorithm; ``Environment`` holds
+where things live and which backends to use, read once from ``CAM_*`` variables.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from cam_engine.errors import ConfigError
+
+DEFAULT_MEMORY = "default"
+DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
+# Memory names end up in file names, Neo4j property values and index names: keep them plain.
+MEMORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+
+
+def validate_memory_name(name: str) -> str:
+    if not MEMORY_NAME.match(name):
+        raise ConfigError(
+            f"invalid memory name {name!r}: use a letter then up to 62 letters, digits, '_' or '-'"
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Algorithm settings of one memory (CAM paper Section 4.1).
+
+    Defaults are measured for the default embedder, not copied from the paper:
+    docs/defaults.md has the evidence.
+    """
+
+    chunk_tokens: int = 200  # word/punctuation tokens per chunk; fits MiniLM's 256 word pieces
+    alpha: float = 0.6  # weight of cosine vs positional proximity in the composite score
+    sigma: float = 1.0  # Gaussian decay of proximity, in chunk positions
+    theta: float = 0.6  # minimum composite score for an edge
+    k: int = 10  # edges kept per new chunk (top-k by score)
+    candidate_k: int = 50  # vector top-K candidates scored exactly per new chunk
+    max_cluster_size: int = 12  # larger clusters are split by Leiden
+    max_levels: int = 10  # summary levels above the chunks
+    max_rounds: int = 30  # label-propagation rounds per batch and level (the ripple cap)
+    summary_words: int = 120  # length budget of one summary
+    seed: int = 0  # Leiden's seed: equal inputs give equal memories
+    embed_model: str = DEFAULT_EMBED_MODEL
+
+    def __post_init__(self) -> None:
+        _check_int("chunk_tokens", self.chunk_tokens, 16, 4096)
+        _check_unit("alpha", self.alpha)
+        _check_unit("theta", self.theta)
+        if not (self.sigma > 0 and math.isfinite(self.sigma)):
+            raise ConfigError(f"sigma must be a positive number, got {self.sigma}")
+        _check_int("k", self.k, 1, 1000)
+        _check_int("candidate_k", self.candidate_k, self.k, 100_000)
+        _check_int("max_cluster_size", self.max_cluster_size, 2, 10_000)
+        _check_int("max_levels", self.max_levels, 0, 50)
+        _check_int("max_rounds", self.max_rounds, 1, 10_000)
+        _check_int("summary_words", self.summary_words, 10, 2000)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Settings:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def differences(self, other: Settings) -> list[str]:
+        return [
+            f"{f.name}={getattr(self, f.name)!r} (memory has {getattr(other, f.name)!r})"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        ]
+
+
+def _check_int(name: str, value: int, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+
+
+def _check_unit(name: str, value: float) -> None:
+    if not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name} must be a number in [0, 1], got {value!r}")
+
+
+def check_batch_size(batch_size: int) -> int:
+    _check_int("batch size", batch_size, 1, 1_000_000)
+    return batch_size
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "cam" / "memory.db"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the memory lives and which backends to use; read from ``CAM_*`` once."""
+
+    store: str
+    memory: str
+    embed_model: str | None
+    llm_base_url: str | None
+    llm_model: str | None
+    llm_api_key: str | None
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Environment:
+        env = dict(os.environ) if env is None else env
+        return cls(
+            store=env.get("CAM_STORE") or str(default_store_path()),
+            memory=env.get("CAM_MEMORY") or DEFAULT_MEMORY,
+            embed_model=env.get("CAM_EMBED_MODEL") or None,
+            llm_base_url=env.get("CAM_LLM_BASE_URL") or None,
+            llm_model=env.get("CAM_LLM_MODEL") or None,
+            llm_api_key=env.get("CAM_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        )
+
+    def __repr__(self) -> str:  # never print the key
+        key = "set" if self.llm_api_key else "unset"
+        return (
+            f"Environment(store={self.store!r}, memory={self.memory!r}, "
+            f"embed_model={self.embed_model!r}, llm_base_url={self.llm_base_url!r}, "
+            f"llm_model={self.llm_model!r}, llm_api_key=<{key}>)"
+        )

@@ -1,0 +1,1 @@
+"""The incremental memory builder: one batch of chunks through every level."""

@@ -1,0 +1,385 @@
+"""Memory development (CAM Section 4.1), one batch at a time.
+
+A batch of new chunks enters level 0 (network expansion); then each level runs the
+same three steps on the part of the graph the batch touched, and hands what it
+changed to the level above:
+
+1. re-split the affected nodes into replicas (ego-splitting),
+2. propagate labels from the affected replicas (the ripple is capped),
+3. keep changed clusters connected and small, re-summarize the clusters whose
+   membership (or a member's text) changed, drop vanished ones, and relink the
+   summaries of the next level.
+
+It stops at ``max_levels`` or at a level whose clusters no longer shrink it.
+Everything runs inside one store transaction opened by the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cam_engine.config import Settings
+from cam_engine.embed.base import Embedder
+from cam_engine.engine.reports import BatchReport, LevelReport
+from cam_engine.engine.timing import PhaseClock
+from cam_engine.graph.ego_split import replica_edges, resplit
+from cam_engine.graph.propagation import propagate
+from cam_engine.graph.similarity import Located, expand, window_radius
+from cam_engine.graph.split import split_cluster
+from cam_engine.llm.base import Summarizer
+from cam_engine.store.base import GraphStore
+from cam_engine.types import SUMMARY, Edge, Node, Replica
+
+logger = logging.getLogger(__name__)
+
+EdgeKey = tuple[str, str]
+_WEIGHT_EPSILON = 1e-9
+
+
+def summary_id(label: str) -> str:
+    """The summary node of a cluster: label "L.n" (a level-L cluster) -> "s{L+1}-n"."""
+    level, _, number = label.partition(".")
+    return f"s{int(level) + 1}-{number}"
+
+
+@dataclass
+class LevelChange:
+    """What changed at one level, which the level's update must absorb."""
+
+    level: int
+    added: set[str] = field(default_factory=set)
+    removed: set[str] = field(default_factory=set)
+    changed_edges: set[EdgeKey] = field(default_factory=set)
+    retexted: set[str] = field(default_factory=set)  # same node, new text: parents are stale
+    removed_replicas: list[Replica] = field(default_factory=list)  # of removed nodes
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed_edges or self.retexted)
+
+
+class ReplicaGraph:
+    """Reads the replica graph from the store on demand (for propagation and splits)."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self._store = store
+
+    def neighbours(self, replica_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        replicas = list(self._store.replicas_by_id(replica_ids).values())
+        return self.edges_of(replicas)
+
+    def edges_of(self, replicas: Sequence[Replica]) -> dict[str, dict[str, float]]:
+        adjacency = self._store.neighbours({r.node_id for r in replicas})
+        partners = self._store.replicas_of({m for r in replicas for m in r.members})
+        return replica_edges(replicas, [p for ps in partners.values() for p in ps], adjacency)
+
+    def labels(self, replica_ids: Sequence[str]) -> dict[str, str]:
+        return {rid: r.label for rid, r in self._store.replicas_by_id(replica_ids).items()}
+
+
+class MemoryBuilder:
+    def __init__(
+        self,
+        store: GraphStore,
+        embedder: Embedder,
+        summarizer: Summarizer,
+        settings: Settings,
+        clock: PhaseClock,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.summarizer = summarizer
+        self.settings = settings
+        self.clock = clock
+        self.replica_graph = ReplicaGraph(store)
+
+    # --- level 0 ------------------------------------------------------------------------
+    def assimilate(self, chunks: Sequence[Node], report: BatchReport) -> None:
+        """Link new (already stored) chunk nodes into level 0, then develop every level."""
+        validate_chunk_nodes(chunks)
+        with self.clock.phase("edges"):
+            edges = self._expand(chunks)
+            self.store.upsert_edges(edges)
+        report.edges_added = len(edges)
+        change = LevelChange(0, added={c.id for c in chunks}, changed_edges={e.key for e in edges})
+        while change:
+            change = self._update_level(change, report)
+
+    def _expand(self, chunks: Sequence[Node]) -> list[Edge]:
+        s = self.settings
+        new_ids = {c.id for c in chunks}
+        vectors = np.stack([c.embedding for c in chunks if c.embedding is not None])
+        pool_ids: set[str] = set()
+        for row in self.store.nearest(0, vectors, s.candidate_k):
+            pool_ids.update(node_id for node_id, _ in row)
+        pool = list(self.store.get_nodes(pool_ids - new_ids, embeddings=True).values())
+        radius = window_radius(s.sigma)
+        by_doc: dict[str, set[int]] = {}
+        for c in chunks:
+            assert c.doc_id is not None and c.position is not None
+            base = int(c.position)
+            by_doc.setdefault(c.doc_id, set()).update(range(base - radius, base + radius + 1))
+        for doc_id, positions in by_doc.items():
+            pool.extend(n for n in self.store.chunks_near(doc_id, positions) if n.id not in new_ids)
+        located_pool = [_located(n) for n in {n.id: n for n in pool}.values()]
+        new = [_located(c) for c in chunks]
+        return expand(new, located_pool, alpha=s.alpha, sigma=s.sigma, theta=s.theta, k=s.k)
+
+    # --- one level ------------------------------------------------------------------------
+    def _update_level(self, change: LevelChange, report: BatchReport) -> LevelChange:
+        level = change.level
+        lrep = LevelReport(level)
+        report.levels.append(lrep)
+        store = self.store
+
+        with self.clock.phase("replicas"):
+            affected, adjacency = self._affected(change)
+            lrep.affected_nodes = len(affected)
+            old = store.replicas_of(affected)
+            gone = change.removed_replicas
+            diff = resplit(affected, adjacency, old, level)
+            fresh = store.allocate_labels(level, len(diff.added))
+            added = [
+                Replica(r.id, r.node_id, r.level, label, r.members)
+                for r, label in zip(diff.added, fresh, strict=True)
+            ]
+            store.delete_replicas([r.id for r in diff.removed])
+            store.upsert_replicas(added + diff.changed)
+            touched = {r.label for r in gone + diff.removed + diff.changed + added}
+            lrep.replicas_touched = len(gone) + len(diff.removed) + len(diff.changed) + len(added)
+
+        with self.clock.phase("propagation"):
+            # Affected replicas: those of affected nodes and of their neighbours (whose
+            # replica-graph neighbourhood changed when an affected node was re-split).
+            seed_nodes = affected | {n for a in affected for n in adjacency.get(a, {})}
+            seeds = [r for reps in store.replicas_of(seed_nodes).values() for r in reps]
+            labels = {r.id: r.label for r in seeds}
+            result = propagate(
+                [r.id for r in seeds],
+                labels,
+                self.replica_graph.neighbours,
+                self.replica_graph.labels,
+                max_rounds=self.settings.max_rounds,
+            )
+            lrep.propagation_rounds, lrep.propagation_capped = result.rounds, result.capped
+            if result.capped:
+                logger.info("label propagation at level %d stopped at the round cap", level)
+            relabelled = store.replicas_by_id(result.changed)
+            store.upsert_replicas(
+                [
+                    Replica(r.id, r.node_id, r.level, result.changed[r.id][1], r.members)
+                    for r in relabelled.values()
+                ]
+            )
+            for old_label, new_label in result.changed.values():
+                touched.update((old_label, new_label))
+            lrep.replicas_touched += len(result.changed)
+            lrep.clusters_split, touched = self._split_clusters(level, touched)
+
+        n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
+        if level + 1 > self.settings.max_levels or n_clusters >= n_nodes:
+            # This level is the top: whatever was built above it no longer belongs.
+            self._drop_levels_above(level)
+            return LevelChange(level + 1)
+        if store.count_nodes(level + 1) == 0:
+            touched = set(store.labels_at_level(level))  # the level above is new: build it whole
+
+        with self.clock.phase("summaries"):
+            return self._update_summaries(change, touched, lrep, report)
+
+    def _affected(self, change: LevelChange) -> tuple[set[str], dict[str, dict[str, float]]]:
+        """Nodes whose ego-network changed, and the adjacency needed to re-split them.
+
+        An edge (x, y) that appeared, vanished or changed weight alters the ego-networks
+        of x, y and of every common neighbour (which sees both).
+        """
+        store = self.store
+        endpoints = {x for key in change.changed_edges for x in key} - change.removed
+        near = store.neighbours(endpoints | change.added)
+        affected = (change.added | endpoints) - change.removed
+        for x, y in change.changed_edges:
+            affected |= near.get(x, {}).keys() & near.get(y, {}).keys()
+        adjacency = store.neighbours(affected)
+        second = {n for nbrs in adjacency.values() for n in nbrs} - adjacency.keys()
+        adjacency.update(store.neighbours(second))
+        return affected, adjacency
+
+    def _split_clusters(self, level: int, labels: set[str]) -> tuple[int, set[str]]:
+        """Split disconnected or oversized clusters among ``labels``.
+
+        Returns the number of clusters split and every label now touched.
+        """
+        by_label: dict[str, list[Replica]] = {}
+        for r in self.store.replicas_with_labels(labels):
+            by_label.setdefault(r.label, []).append(r)
+        touched = set(labels)
+        splits = 0
+        for label in sorted(by_label):
+            replicas = by_label[label]
+            if len(replicas) == 1:
+                continue
+            graph = self.replica_graph.edges_of(replicas)
+            pieces = split_cluster(
+                [r.id for r in replicas],
+                graph,
+                max_size=self.settings.max_cluster_size,
+                seed=self.settings.seed,
+            )
+            if len(pieces) == 1:
+                continue
+            splits += 1
+            by_id = {r.id: r for r in replicas}
+            new_labels = self.store.allocate_labels(level, len(pieces) - 1)
+            updated = [
+                Replica(rid, by_id[rid].node_id, level, new_label, by_id[rid].members)
+                for piece, new_label in zip(pieces[1:], new_labels, strict=True)
+                for rid in piece
+            ]
+            self.store.upsert_replicas(updated)
+            touched.update(new_labels)
+        return splits, touched
+
+    def _drop_levels_above(self, level: int) -> None:
+        for upper in range(level + 1, self.settings.max_levels + 2):
+            ids = [n.id for n in self.store.nodes_at_level(upper)]
+            if not ids:
+                break
+            self.store.delete_nodes(ids)
+
+    # --- summaries of the next level ------------------------------------------------
+    def _update_summaries(
+        self, change: LevelChange, touched: set[str], lrep: LevelReport, report: BatchReport
+    ) -> LevelChange:
+        level, store = change.level, self.store
+        up = LevelChange(level + 1)
+        members: dict[str, set[str]] = {}
+        for r in store.replicas_with_labels(touched):
+            members.setdefault(summary_id(r.label), set()).add(r.node_id)
+        candidates = {summary_id(label) for label in touched}
+        stale = {p for ps in store.parents_of(change.retexted).values() for p in ps}
+        stored = store.members_of(candidates | stale)
+        existing = store.existing_ids(candidates | stale)
+
+        vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
+        write = sorted(
+            sid
+            for sid, ms in members.items()
+            if sid not in existing or stored.get(sid) != ms or sid in stale
+        )
+        # Parents whose membership is unchanged but one of whose members got new text.
+        write += sorted(stale - set(write) - set(vanished) - candidates)
+        for sid in stale - candidates:
+            members[sid] = stored.get(sid, set())
+
+        if vanished:
+            up.changed_edges |= {e.key for e in store.edges_of(vanished)}
+            up.removed_replicas = [r for rs in store.replicas_of(vanished).values() for r in rs]
+            store.delete_nodes(vanished)
+            up.removed.update(vanished)
+        if write:
+            self._write_summaries(level + 1, write, members, report)
+        up.added = {sid for sid in write if sid not in existing}
+        up.retexted = set(write) - up.added
+        lrep.clusters_changed = len(write) + len(vanished)
+        lrep.summaries_written = len(write)
+        lrep.summaries_removed = len(vanished)
+
+        # Relink: summaries whose membership changed, and those holding the ends of a
+        # changed edge of this level (a new edge between members links their clusters).
+        moved = {sid for sid in write if stored.get(sid) != members.get(sid)}
+        ends = {x for key in change.changed_edges for x in key}
+        holders = {p for ps in store.parents_of(ends).values() for p in ps}
+        up.changed_edges |= self._relink(level + 1, (moved | holders) - up.removed)
+        return up
+
+    def _write_summaries(
+        self, level: int, ids: list[str], members: dict[str, set[str]], report: BatchReport
+    ) -> None:
+        store = self.store
+        children = store.get_nodes({m for sid in ids for m in members[sid]})
+        nodes: list[Node] = []
+        for sid in ids:
+            ordered = sorted(
+                (children[m] for m in members[sid] if m in children),
+                key=lambda n: (n.doc_id or "", n.position or 0.0, n.id),
+            )
+            result = self.summarizer.summarize(
+                [n.text for n in ordered], max_words=self.settings.summary_words
+            )
+            report.usage += result.usage
+            docs = {n.doc_id for n in ordered}
+            positions = [n.position for n in ordered if n.position is not None]
+            nodes.append(
+                Node(
+                    id=sid,
+                    level=level,
+                    kind=SUMMARY,
+                    text=result.text,
+                    doc_id=docs.pop() if len(docs) == 1 else None,
+                    position=sum(positions) / len(positions) if positions else None,
+                    props={"backend": result.backend, "members": len(ordered)},
+                )
+            )
+        with self.clock.phase("embed"):
+            vectors = self.embedder.embed([n.text for n in nodes])
+        for node, vector in zip(nodes, vectors, strict=True):
+            node.embedding = vector
+        store.upsert_nodes(nodes)
+        for sid in ids:
+            store.set_members(sid, level, members[sid])
+
+    def _relink(self, level: int, summaries: set[str]) -> set[EdgeKey]:
+        """Recompute the edges of ``summaries``; returns the keys that changed.
+
+        Two summaries are linked when their clusters share members or an edge of the
+        level below joins their members; the weight is the number of shared members
+        plus the weights of those joining edges.
+        """
+        if not summaries:
+            return set()
+        store = self.store
+        members = store.members_of(summaries)
+        all_members = {m for ms in members.values() for m in ms}
+        below = store.neighbours(all_members)
+        reach = all_members | {n for nbrs in below.values() for n in nbrs}
+        parents = store.parents_of(reach)
+        current = store.neighbours(summaries)
+        changed: set[EdgeKey] = set()
+        upserts: list[Edge] = []
+        deletes: list[EdgeKey] = []
+        for sid in sorted(summaries):
+            weights: dict[str, float] = {}
+            for m in members.get(sid, set()):
+                for other in parents.get(m, set()):
+                    weights[other] = weights.get(other, 0.0) + 1.0
+                for n, w in below.get(m, {}).items():
+                    for other in parents.get(n, set()):
+                        weights[other] = weights.get(other, 0.0) + w
+            weights.pop(sid, None)
+            now = current.get(sid, {})
+            for other, weight in weights.items():
+                if abs(now.get(other, -1.0) - weight) > _WEIGHT_EPSILON:
+                    edge = Edge.make(sid, other, level, weight)
+                    upserts.append(edge)
+                    changed.add(edge.key)
+            for other in now.keys() - weights.keys():
+                key = Edge.make(sid, other, level, 0.0).key
+                deletes.append(key)
+                changed.add(key)
+        store.upsert_edges(upserts)
+        store.delete_edges(deletes)
+        return changed
+
+
+def _located(node: Node) -> Located:
+    assert node.embedding is not None and node.position is not None
+    return Located(node.id, node.doc_id or "", int(node.position), node.embedding)
+
+
+def validate_chunk_nodes(nodes: Sequence[Node]) -> None:
+    for n in nodes:
+        if n.embedding is None or n.doc_id is None or n.position is None:
+            raise ValueError(f"chunk {n.id} lacks an embedding, document or position")

@@ -1,0 +1,35 @@
+"""One root for every error the engine raises, so callers can catch ``CamError``."""
+
+from __future__ import annotations
+
+
+class CamError(Exception):
+    """Base of all CAM Engine errors. The message is one line a user can act on."""
+
+
+class ConfigError(CamError):
+    """A setting is missing or outside its valid range."""
+
+
+class InputError(CamError):
+    """An input document cannot be read (empty, binary, not UTF-8, missing)."""
+
+
+class StoreError(CamError):
+    """The memory store failed or holds something unexpected."""
+
+
+class EmbeddingError(CamError):
+    """The embedder could not be loaded or failed to embed."""
+
+
+class LLMError(CamError):
+    """An LLM backend failed for good (after any retries)."""
+
+
+class RetryableLLMError(LLMError):
+    """An LLM call failed in a way worth retrying (timeout, 429, 5xx)."""
+
+
+class PromptError(CamError):
+    """A prompt file is missing, malformed, or was rendered without its inputs."""

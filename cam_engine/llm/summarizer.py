@@ -1,0 +1,74 @@
+"""The summarize task served by a chat model through the ``summarize`` prompt file."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from cam_engine.errors import ConfigError, LLMError
+from cam_engine.llm.base import ChatModel, SummaryResult, Usage
+from cam_engine.llm.prompts import load_prompt
+
+logger = logging.getLogger(__name__)
+
+PROMPT = "summarize"
+# Room for the reply when no max_tokens is given: about 1.3 tokens per English word,
+# doubled for other languages and tokenizers, plus a margin.
+TOKENS_PER_WORD = 2
+TOKEN_MARGIN = 64
+
+
+def number_passages(texts: Sequence[str]) -> str:
+    """``[1] first text`` and so on, one blank line apart, in the given order."""
+    return "\n\n".join(f"[{i}] {text.strip()}" for i, text in enumerate(texts, start=1))
+
+
+class ChatSummarizer:
+    """``Summarizer`` that asks a chat model (temperature 0) for each summary.
+
+    An empty reply is asked for once more, then it is an ``LLMError``; usage counts
+    every call made.
+    """
+
+    def __init__(self, chat: ChatModel, *, max_tokens: int | None = None) -> None:
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        self._chat = chat
+        self._max_tokens = max_tokens
+        self._prompt = load_prompt(PROMPT)
+
+    @property
+    def backend(self) -> str:
+        return self._chat.name
+
+    @property
+    def prompt_version(self) -> int:
+        return self._prompt.version
+
+    def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
+        if isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1:
+            raise ConfigError(f"max_words must be a positive integer, got {max_words!r}")
+        members = [text for text in texts if text.strip()]
+        if not members:
+            return SummaryResult("", self.backend, Usage())
+        messages = self._prompt.render(passages=number_passages(members), max_words=max_words)
+        max_tokens = self._max_tokens or max_words * TOKENS_PER_WORD + TOKEN_MARGIN
+        usage = Usage()
+        for attempt in (1, 2):
+            completion = self._chat.complete(messages, max_tokens=max_tokens, temperature=0.0)
+            usage += completion.usage
+            text = completion.text.strip()
+            if text:
+                return SummaryResult(text, self.backend, usage)
+            logger.warning(
+                "%s returned an empty summary of %d passages (attempt %d of 2)",
+                self.backend,
+                len(members),
+                attempt,
+            )
+        raise LLMError(
+            f"{self.backend} returned an empty summary twice for {len(members)} passages "
+            "(if it is a reasoning model, raise max_tokens)"
+        )

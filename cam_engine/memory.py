@@ -1,0 +1,336 @@
+"""``Memory``: the public Python API; the CLI and the adapters are built on it.
+
+from cam_engine import Memory
+with Memory.open("book.db") as memory:
+    memory.ingest(["mobydick.txt"], batch_size=64)
+    print(memory.stats())
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from cam_engine.chunking import chunk_document, chunk_stream
+from cam_engine.config import Environment, Settings, check_batch_size, validate_memory_name
+from cam_engine.embed import Embedder, load_embedder
+from cam_engine.engine.builder import MemoryBuilder
+from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
+from cam_engine.engine.timing import PhaseClock, TimedStore
+from cam_engine.errors import ConfigError, InputError
+from cam_engine.llm import ExtractiveSummarizer, Summarizer
+from cam_engine.sources import Source, expand_paths, read_text
+from cam_engine.store.base import DocumentRecord, GraphStore, open_store
+from cam_engine.types import CHUNK, Chunk, Node
+
+logger = logging.getLogger(__name__)
+
+BatchCallback = Callable[[BatchReport], None]
+
+
+@dataclass
+class NodeView:
+    node: Node
+    parents: list[Node]
+    children: list[Node]
+    neighbours: list[tuple[Node, float]]
+    clusters: list[str]  # labels of the clusters this node's replicas belong to
+
+
+class Memory:
+    """One named memory in one store, with the embedder and summarizer that build it."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        settings: Settings,
+        embedder: Embedder,
+        summarizer: Summarizer,
+    ) -> None:
+        if embedder.name != settings.embed_model:
+            raise ConfigError(
+                f"memory {store.memory!r} uses embedder {settings.embed_model!r}, "
+                f"got {embedder.name!r}: vectors of two models cannot be mixed"
+            )
+        self.store = store
+        self.settings = settings
+        self.embedder = embedder
+        self.summarizer = summarizer
+
+    @classmethod
+    def open(
+        cls,
+        store: str | Path | GraphStore | None = None,
+        name: str | None = None,
+        *,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        summarizer: Summarizer | None = None,
+        environment: Environment | None = None,
+    ) -> Memory:
+        """Open (or prepare to create) memory ``name`` in ``store``.
+
+        An existing memory keeps the settings it was built with; passing different
+        ones is an error rather than a silent mix of two algorithms in one memory.
+        """
+        env = environment or Environment.from_env()
+        name = validate_memory_name(name or env.memory)
+        graph = open_store(store or env.store, name) if not _is_store(store) else store
+        assert graph is not None
+        stored = graph.load_settings()
+        if stored is not None:
+            existing = Settings.from_dict(stored)
+            if settings is not None and settings != existing:
+                diff = "; ".join(settings.differences(existing))
+                graph.close()
+                raise ConfigError(f"memory {name!r} was built with other settings: {diff}")
+            settings = existing
+        elif settings is None:
+            model = embedder.name if embedder is not None else env.embed_model
+            settings = Settings(embed_model=model) if model else Settings()
+        return cls(
+            graph,
+            settings=settings,
+            embedder=embedder or load_embedder(settings.embed_model),
+            summarizer=summarizer or ExtractiveSummarizer(),
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- ingest ---------------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        batch_size: int = 64,
+        document: str | None = None,
+        stdin: IO[str] | None = None,
+        on_batch: BatchCallback | None = None,
+        on_error: Callable[[IngestError], None] | None = None,
+    ) -> IngestReport:
+        """Ingest files, folders or ``"-"`` (stdin), each document in batches.
+
+        A document that cannot be read is reported in ``errors`` and skipped; the
+        memory is not touched for it.
+        """
+        check_batch_size(batch_size)
+        report = IngestReport()
+        for item in expand_paths([str(p) for p in paths], document=document):
+            try:
+                if isinstance(item, InputError):
+                    raise item
+                self._ingest_source(item, batch_size, stdin, report, on_batch)
+            except InputError as exc:
+                error = IngestError(item.label if isinstance(item, Source) else "", str(exc))
+                report.errors.append(error)
+                if on_error is not None:
+                    on_error(error)
+        return report
+
+    def ingest_text(
+        self,
+        text: str,
+        document: str,
+        *,
+        batch_size: int = 64,
+        on_batch: BatchCallback | None = None,
+    ) -> IngestReport:
+        check_batch_size(batch_size)
+        if not text.strip():
+            raise InputError(f"document {document!r} is empty")
+        report = IngestReport()
+        chunks = chunk_document(document, text, self.settings.chunk_tokens)
+        record = DocumentRecord(document, "<text>", _sha256(text), 0)
+        self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
+        return report
+
+    def _ingest_source(
+        self,
+        source: Source,
+        batch_size: int,
+        stdin: IO[str] | None,
+        report: IngestReport,
+        on_batch: BatchCallback | None,
+    ) -> None:
+        budget = self.settings.chunk_tokens
+        if source.path is None:
+            import sys
+
+            lines = _non_empty_stream(stdin or sys.stdin)
+            record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
+            chunks = chunk_stream(source.doc_id, lines, budget)
+            self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
+            return
+        text, sha = read_text(source.path)
+        known = self.store.get_document(source.doc_id)
+        if known is not None and known.sha256 not in (None, sha):
+            raise InputError(
+                f"{source.label}: memory {self.store.memory!r} already holds a different "
+                f"document named {source.doc_id!r}; pass --document to give this one another name"
+            )
+        chunks = chunk_document(source.doc_id, text, budget)
+        record = DocumentRecord(source.doc_id, str(source.path), sha, 0)
+        self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
+
+    def _ingest_chunks(
+        self,
+        record: DocumentRecord,
+        chunks: Iterator[Chunk],
+        total: int | None,
+        batch_size: int,
+        report: IngestReport,
+        on_batch: BatchCallback | None,
+    ) -> None:
+        done = 0
+        for number, (batch, chunk_seconds) in enumerate(_batches(chunks, batch_size)):
+            done += len(batch)
+            result = self._add_batch(record, batch, number, chunk_seconds)
+            result.chunks_done, result.chunks_total = done, total
+            report.batches.append(result)
+            if on_batch is not None:
+                on_batch(result)
+        if done == 0:
+            raise InputError(f"{record.source}: no text to ingest")
+
+    def _add_batch(
+        self, record: DocumentRecord, batch: list[Chunk], number: int, chunk_seconds: float
+    ) -> BatchReport:
+        clock = PhaseClock()
+        clock.seconds["chunk"] = chunk_seconds
+        store = TimedStore(self.store, clock)
+        report = BatchReport(record.id, number, summarizer=self.summarizer.backend)
+        present = store.existing_ids(c.id for c in batch)
+        new = [c for c in batch if c.id not in present]
+        report.chunks_skipped = len(batch) - len(new)
+        if new:
+            with clock.phase("embed"):
+                vectors = self.embedder.embed([c.text for c in new])
+            nodes = [
+                Node(
+                    id=c.id,
+                    level=0,
+                    kind=CHUNK,
+                    text=c.text,
+                    doc_id=c.doc_id,
+                    position=c.position,
+                    embedding=vector,
+                    props={"start_char": c.start_char, "end_char": c.end_char},
+                )
+                for c, vector in zip(new, vectors, strict=True)
+            ]
+            builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+            with store.transaction():
+                self._save_settings_once(store)
+                known = store.get_document(record.id)
+                stored_chunks = max(known.chunks if known else 0, batch[-1].position + 1)
+                store.upsert_document(
+                    DocumentRecord(record.id, record.source, record.sha256, stored_chunks)
+                )
+                store.upsert_nodes(nodes)
+                builder.assimilate(nodes, report)
+            report.chunks_added = len(new)
+        report.seconds = dict(clock.seconds)
+        return report
+
+    def _save_settings_once(self, store: Any) -> None:
+        if store.load_settings() is None:
+            store.save_settings(self.settings.to_dict())
+
+    def rebuild(self, on_batch: BatchCallback | None = None) -> BatchReport:
+        """Rebuild every level from the stored chunks in one pass (the offline mode).
+
+        Same code as ingest, with all chunks as one batch: useful to compare an
+        incrementally grown memory with one built at once.
+        """
+        clock = PhaseClock()
+        store = TimedStore(self.store, clock)
+        report = BatchReport(None, 0, summarizer=self.summarizer.backend)
+        builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+        with store.transaction():
+            store.clear(keep_chunks=True)
+            chunks = list(store.nodes_at_level(0, embeddings=True))
+            if chunks:
+                builder.assimilate(chunks, report)
+        report.chunks_added = len(chunks)
+        report.seconds = dict(clock.seconds)
+        if on_batch is not None:
+            on_batch(report)
+        return report
+
+    # --- reading ---------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        data = self.store.stats()
+        data.update(
+            memory=self.store.memory,
+            store=self.store.location,
+            summarizer=self.summarizer.backend,
+            settings=self.settings.to_dict(),
+        )
+        return data
+
+    def node(self, node_id: str) -> NodeView | None:
+        store = self.store
+        found = store.get_nodes([node_id]).get(node_id)
+        if found is None:
+            return None
+        parent_ids = store.parents_of([node_id]).get(node_id, set())
+        child_ids = store.members_of([node_id]).get(node_id, set())
+        weights = store.neighbours([node_id]).get(node_id, {})
+        related = store.get_nodes(parent_ids | child_ids | weights.keys())
+        order = _document_order
+        return NodeView(
+            node=found,
+            parents=sorted((related[i] for i in parent_ids if i in related), key=order),
+            children=sorted((related[i] for i in child_ids if i in related), key=order),
+            neighbours=sorted(
+                ((related[i], w) for i, w in weights.items() if i in related),
+                key=lambda pair: (-pair[1], pair[0].id),
+            ),
+            clusters=sorted({r.label for r in store.replicas_of([node_id]).get(node_id, [])}),
+        )
+
+
+def _is_store(value: object) -> bool:
+    return value is not None and not isinstance(value, str | Path)
+
+
+def _document_order(node: Node) -> tuple[str, float, str]:
+    return (node.doc_id or "", node.position or 0.0, node.id)
+
+
+def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[list[Chunk], float]]:
+    """Batches of ``size`` chunks, with the seconds spent producing (chunking) each."""
+    while True:
+        start = time.perf_counter()
+        batch = [c for _, c in zip(range(size), chunks, strict=False)]
+        if not batch:
+            return
+        yield batch, time.perf_counter() - start
+
+
+def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
+    try:
+        for line in stream:
+            if "\x00" in line:
+                raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
+            yield line
+    except UnicodeDecodeError as exc:
+        raise InputError(f"<stdin>: not valid UTF-8 ({exc.reason})") from exc
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()

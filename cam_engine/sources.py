@@ -1,0 +1,75 @@
+"""Reading input documents: files, folders and stdin, with one-line errors for bad input."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cam_engine.errors import InputError
+
+STDIN = "-"
+_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class Source:
+    """One document to ingest: a file, or stdin (``path`` is None)."""
+
+    doc_id: str
+    path: Path | None
+
+    @property
+    def label(self) -> str:
+        return str(self.path) if self.path is not None else "<stdin>"
+
+
+def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[Source | InputError]:
+    """Sources for the given paths; folders give their files (sorted, hidden ones skipped).
+
+    A file's document id is its name, or its path inside the folder it was found in,
+    so two runs over the same tree name documents the same way.
+    """
+    if document is not None and (len(paths) != 1 or Path(paths[0]).is_dir()):
+        yield InputError("--document names one document: give exactly one file or '-'")
+        return
+    for raw in paths:
+        if raw == STDIN:
+            yield Source(document or "stdin", None)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            files = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            )
+            if not files:
+                yield InputError(f"{raw}: folder has no files")
+            for f in files:
+                yield Source(f.relative_to(path).as_posix(), f)
+        elif path.is_file():
+            yield Source(document or path.name, path)
+        else:
+            yield InputError(f"{raw}: no such file or folder")
+
+
+def read_text(path: Path) -> tuple[str, str]:
+    """(text, sha256) of a UTF-8 text file; InputError naming the file otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+    if not data.strip():
+        raise InputError(f"{path}: file is empty")
+    if b"\x00" in data[:_SNIFF_BYTES]:
+        raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from exc
+    return text, hashlib.sha256(data).hexdigest()

@@ -1,0 +1,71 @@
+"""Named, recorded schema migrations for the SQLite store (applied in order, once)."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "001_initial",
+        """
+        CREATE TABLE memories (
+            name TEXT PRIMARY KEY, settings TEXT, created_at TEXT NOT NULL);
+        CREATE TABLE counters (
+            memory TEXT NOT NULL, name TEXT NOT NULL, value INTEGER NOT NULL,
+            PRIMARY KEY (memory, name));
+        CREATE TABLE documents (
+            memory TEXT NOT NULL, id TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT,
+            chunks INTEGER NOT NULL, PRIMARY KEY (memory, id));
+        CREATE TABLE nodes (
+            memory TEXT NOT NULL, id TEXT NOT NULL, level INTEGER NOT NULL, kind TEXT NOT NULL,
+            doc_id TEXT, position REAL, text TEXT NOT NULL, embedding BLOB, props TEXT,
+            PRIMARY KEY (memory, id));
+        CREATE INDEX nodes_by_level ON nodes (memory, level);
+        CREATE INDEX nodes_by_position ON nodes (memory, doc_id, position);
+        CREATE TABLE edges (
+            memory TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, level INTEGER NOT NULL,
+            score REAL NOT NULL, cosine REAL, proximity REAL, PRIMARY KEY (memory, src, dst));
+        CREATE INDEX edges_by_dst ON edges (memory, dst);
+        CREATE INDEX edges_by_level ON edges (memory, level);
+        CREATE TABLE replicas (
+            memory TEXT NOT NULL, id TEXT NOT NULL, node_id TEXT NOT NULL,
+            level INTEGER NOT NULL, label TEXT NOT NULL, members TEXT NOT NULL,
+            PRIMARY KEY (memory, id));
+        CREATE INDEX replicas_by_node ON replicas (memory, node_id);
+        CREATE INDEX replicas_by_label ON replicas (memory, label);
+        CREATE INDEX replicas_by_level ON replicas (memory, level, label);
+        CREATE TABLE members (
+            memory TEXT NOT NULL, summary_id TEXT NOT NULL, member_id TEXT NOT NULL,
+            level INTEGER NOT NULL, PRIMARY KEY (memory, summary_id, member_id));
+        CREATE INDEX members_by_member ON members (memory, member_id);
+        """,
+    ),
+]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations; returns the names applied now."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT name FROM _migrations")}
+    applied = []
+    for name, script in MIGRATIONS:
+        if name in done:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in script.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
+                (name, datetime.now(UTC).isoformat()),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(name)
+    return applied

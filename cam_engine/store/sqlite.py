@@ -1,0 +1,507 @@
+"""The embedded default store: one SQLite file (WAL), several memories per file.
+
+Sets of ids are passed as one JSON parameter (``json_each``), so no query is ever
+built from values. Vector search is exact: the store keeps each level's embeddings
+as a matrix in memory (loaded on first use) and answers top-k with one matrix product.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cam_engine.config import validate_memory_name
+from cam_engine.errors import StoreError
+from cam_engine.store.base import DocumentRecord
+from cam_engine.store.migrations import migrate
+from cam_engine.types import Edge, Node, Replica
+
+logger = logging.getLogger(__name__)
+
+_IDS = "(SELECT value FROM json_each(?))"
+
+
+def _ids(values: Iterable[str]) -> str:
+    return json.dumps(sorted(set(values)))
+
+
+class _VectorIndex:
+    """Embeddings of one level, as a matrix for exact top-k by cosine."""
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors = vectors
+        self._matrix: np.ndarray | None = None
+        self._ids: list[str] = []
+
+    def put(self, node_id: str, vector: np.ndarray) -> None:
+        self.vectors[node_id] = vector
+        self._matrix = None
+
+    def drop(self, node_id: str) -> None:
+        if self.vectors.pop(node_id, None) is not None:
+            self._matrix = None
+
+    def matrix(self) -> tuple[list[str], np.ndarray | None]:
+        if self._matrix is None and self.vectors:
+            self._ids = sorted(self.vectors)
+            self._matrix = np.stack([self.vectors[i] for i in self._ids])
+        return self._ids, self._matrix
+
+
+class SqliteStore:
+    def __init__(self, path: Path, memory: str) -> None:
+        self._memory = validate_memory_name(memory)
+        self._path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            migrate(self._conn)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+        self._in_transaction = False
+        self._vectors: dict[int, _VectorIndex] = {}
+
+    # --- lifecycle ------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return str(self._path.resolve())
+
+    @property
+    def memory(self) -> str:
+        return self._memory
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if self._in_transaction:
+            raise StoreError("nested transactions are not supported")
+        self._conn.execute("BEGIN IMMEDIATE")
+        self._in_transaction = True
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            self._vectors.clear()  # the cache may hold rolled-back rows: reload on next use
+            raise
+        else:
+            self._conn.execute("COMMIT")
+        finally:
+            self._in_transaction = False
+
+    def _q(self, sql: str, *params: Any) -> list[sqlite3.Row]:
+        return self._conn.execute(sql, params).fetchall()
+
+    # --- memory-wide state ------------------------------------------------------------
+    def load_settings(self) -> dict[str, Any] | None:
+        rows = self._q("SELECT settings FROM memories WHERE name = ?", self._memory)
+        return json.loads(rows[0][0]) if rows else None
+
+    def save_settings(self, settings: Mapping[str, Any]) -> None:
+        self._conn.execute(
+            "INSERT INTO memories (name, settings, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET settings = excluded.settings",
+            (self._memory, json.dumps(dict(settings), sort_keys=True), _now()),
+        )
+
+    def memories(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT name FROM memories ORDER BY name")]
+
+    def allocate_labels(self, level: int, count: int) -> list[str]:
+        name = f"label:{level}"
+        rows = self._q(
+            "SELECT value FROM counters WHERE memory = ? AND name = ?", self._memory, name
+        )
+        start = rows[0][0] if rows else 0
+        self._conn.execute(
+            "INSERT INTO counters (memory, name, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (memory, name) DO UPDATE SET value = excluded.value",
+            (self._memory, name, start + count),
+        )
+        return [f"{level}.{n}" for n in range(start, start + count)]
+
+    def clear(self, keep_chunks: bool) -> None:
+        m = self._memory
+        for table in ("edges", "replicas", "members", "counters"):
+            self._conn.execute(f"DELETE FROM {table} WHERE memory = ?", (m,))
+        if keep_chunks:
+            self._conn.execute("DELETE FROM nodes WHERE memory = ? AND level > 0", (m,))
+        else:
+            self._conn.execute("DELETE FROM nodes WHERE memory = ?", (m,))
+            self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
+        self._vectors.clear()
+
+    # --- documents ------------------------------------------------------------------------
+    def get_document(self, doc_id: str) -> DocumentRecord | None:
+        rows = self._q(
+            "SELECT id, source, sha256, chunks FROM documents WHERE memory = ? AND id = ?",
+            self._memory,
+            doc_id,
+        )
+        return DocumentRecord(*rows[0]) if rows else None
+
+    def upsert_document(self, document: DocumentRecord) -> None:
+        self._conn.execute(
+            "INSERT INTO documents (memory, id, source, sha256, chunks) VALUES (?, ?, ?, ?, ?) "
+            "ON CONFLICT (memory, id) DO UPDATE SET source = excluded.source, "
+            "sha256 = excluded.sha256, chunks = excluded.chunks",
+            (self._memory, document.id, document.source, document.sha256, document.chunks),
+        )
+
+    def documents(self) -> list[DocumentRecord]:
+        rows = self._q(
+            "SELECT id, source, sha256, chunks FROM documents WHERE memory = ? ORDER BY id",
+            self._memory,
+        )
+        return [DocumentRecord(*r) for r in rows]
+
+    # --- nodes ---------------------------------------------------------------------------
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        rows = self._q(
+            f"SELECT id FROM nodes WHERE memory = ? AND id IN {_IDS}", self._memory, _ids(ids)
+        )
+        return {r[0] for r in rows}
+
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        self._conn.executemany(
+            "INSERT INTO nodes (memory, id, level, kind, doc_id, position, text, embedding, props) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory, id) DO UPDATE SET "
+            "level = excluded.level, kind = excluded.kind, doc_id = excluded.doc_id, "
+            "position = excluded.position, text = excluded.text, "
+            "embedding = excluded.embedding, props = excluded.props",
+            [
+                (
+                    self._memory,
+                    n.id,
+                    n.level,
+                    n.kind,
+                    n.doc_id,
+                    n.position,
+                    n.text,
+                    None if n.embedding is None else _blob(n.embedding),
+                    json.dumps(n.props, sort_keys=True),
+                )
+                for n in nodes
+            ],
+        )
+        for n in nodes:
+            if n.embedding is not None and n.level in self._vectors:
+                self._vectors[n.level].put(n.id, np.asarray(n.embedding, dtype=np.float32))
+
+    def delete_nodes(self, ids: Iterable[str]) -> None:
+        ids_json = _ids(ids)
+        m = self._memory
+        levels = self._q(
+            f"SELECT id, level FROM nodes WHERE memory = ? AND id IN {_IDS}", m, ids_json
+        )
+        for sql in (
+            f"DELETE FROM edges WHERE memory = ? AND src IN {_IDS}",
+            f"DELETE FROM edges WHERE memory = ? AND dst IN {_IDS}",
+            f"DELETE FROM members WHERE memory = ? AND summary_id IN {_IDS}",
+            f"DELETE FROM members WHERE memory = ? AND member_id IN {_IDS}",
+            f"DELETE FROM replicas WHERE memory = ? AND node_id IN {_IDS}",
+            f"DELETE FROM nodes WHERE memory = ? AND id IN {_IDS}",
+        ):
+            self._conn.execute(sql, (m, ids_json))
+        for node_id, level in levels:
+            if level in self._vectors:
+                self._vectors[level].drop(node_id)
+
+    def _node(self, row: sqlite3.Row, embeddings: bool) -> Node:
+        node_id, level, kind, doc_id, position, text, blob, props = row
+        return Node(
+            id=node_id,
+            level=level,
+            kind=kind,
+            text=text,
+            doc_id=doc_id,
+            position=position,
+            embedding=_vector(blob) if embeddings and blob is not None else None,
+            props=json.loads(props) if props else {},
+        )
+
+    def _node_columns(self, embeddings: bool) -> str:
+        blob = "embedding" if embeddings else "NULL"
+        return f"id, level, kind, doc_id, position, text, {blob}, props"
+
+    def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
+        rows = self._q(
+            f"SELECT {self._node_columns(embeddings)} FROM nodes WHERE memory = ? AND id IN {_IDS}",
+            self._memory,
+            _ids(ids),
+        )
+        return {r[0]: self._node(r, embeddings) for r in rows}
+
+    def nodes_at_level(self, level: int, *, embeddings: bool = False) -> Iterator[Node]:
+        cursor = self._conn.execute(
+            f"SELECT {self._node_columns(embeddings)} FROM nodes WHERE memory = ? AND level = ? "
+            "ORDER BY doc_id, position, id",
+            (self._memory, level),
+        )
+        for row in cursor:
+            yield self._node(row, embeddings)
+
+    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
+        rows = self._q(
+            f"SELECT {self._node_columns(True)} FROM nodes WHERE memory = ? AND level = 0 "
+            f"AND doc_id = ? AND position IN {_IDS}",
+            self._memory,
+            doc_id,
+            json.dumps(sorted(set(positions))),
+        )
+        return [self._node(r, True) for r in rows]
+
+    def _index(self, level: int) -> _VectorIndex:
+        if level not in self._vectors:
+            rows = self._q(
+                "SELECT id, embedding FROM nodes WHERE memory = ? AND level = ? "
+                "AND embedding IS NOT NULL",
+                self._memory,
+                level,
+            )
+            self._vectors[level] = _VectorIndex({r[0]: _vector(r[1]) for r in rows})
+        return self._vectors[level]
+
+    def nearest(
+        self, level: int | None, vectors: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        levels = [level] if level is not None else self.levels()
+        ids: list[str] = []
+        blocks: list[np.ndarray] = []
+        for lv in levels:
+            level_ids, matrix = self._index(lv).matrix()
+            if matrix is not None:
+                ids.extend(level_ids)
+                blocks.append(matrix)
+        queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if not blocks:
+            return [[] for _ in range(len(queries))]
+        matrix = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        scores = queries @ matrix.T
+        k = min(k, len(ids))
+        result = []
+        for row in scores:
+            top = np.argpartition(-row, k - 1)[:k]
+            top = top[np.lexsort((np.array([ids[i] for i in top]), -row[top]))]
+            result.append([(ids[i], float(row[i])) for i in top])
+        return result
+
+    def levels(self) -> list[int]:
+        rows = self._q(
+            "SELECT DISTINCT level FROM nodes WHERE memory = ? ORDER BY level", self._memory
+        )
+        return [r[0] for r in rows]
+
+    def count_nodes(self, level: int) -> int:
+        return int(
+            self._q(
+                "SELECT COUNT(*) FROM nodes WHERE memory = ? AND level = ?", self._memory, level
+            )[0][0]
+        )
+
+    # --- edges ------------------------------------------------------------------------------
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        self._conn.executemany(
+            "INSERT INTO edges (memory, src, dst, level, score, cosine, proximity) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory, src, dst) DO UPDATE SET "
+            "level = excluded.level, score = excluded.score, cosine = excluded.cosine, "
+            "proximity = excluded.proximity",
+            [(self._memory, e.src, e.dst, e.level, e.score, e.cosine, e.proximity) for e in edges],
+        )
+
+    def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
+        self._conn.executemany(
+            "DELETE FROM edges WHERE memory = ? AND src = ? AND dst = ?",
+            [(self._memory, a, b) if a < b else (self._memory, b, a) for a, b in keys],
+        )
+
+    def edges_of(self, ids: Iterable[str]) -> list[Edge]:
+        ids_json = _ids(ids)
+        rows = self._q(
+            "SELECT src, dst, level, score, cosine, proximity FROM edges WHERE memory = ? AND "
+            f"(src IN {_IDS} OR dst IN {_IDS})",
+            self._memory,
+            ids_json,
+            ids_json,
+        )
+        return [Edge(*r) for r in rows]
+
+    def neighbours(self, ids: Iterable[str]) -> dict[str, dict[str, float]]:
+        ids_json = _ids(ids)
+        result: dict[str, dict[str, float]] = {i: {} for i in json.loads(ids_json)}
+        rows = self._q(
+            f"SELECT src, dst, score FROM edges WHERE memory = ? AND src IN {_IDS} "
+            f"UNION ALL SELECT dst, src, score FROM edges WHERE memory = ? AND dst IN {_IDS}",
+            self._memory,
+            ids_json,
+            self._memory,
+            ids_json,
+        )
+        for node, other, score in rows:
+            result[node][other] = score
+        return result
+
+    # --- replicas ---------------------------------------------------------------------------
+    @staticmethod
+    def _replica(row: sqlite3.Row) -> Replica:
+        rid, node_id, level, label, members = row
+        return Replica(rid, node_id, level, label, frozenset(json.loads(members)))
+
+    def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]:
+        rows = self._q(
+            "SELECT id, node_id, level, label, members FROM replicas "
+            f"WHERE memory = ? AND node_id IN {_IDS} ORDER BY id",
+            self._memory,
+            _ids(node_ids),
+        )
+        result: dict[str, list[Replica]] = {}
+        for row in rows:
+            result.setdefault(row[1], []).append(self._replica(row))
+        return result
+
+    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
+        rows = self._q(
+            "SELECT id, node_id, level, label, members FROM replicas "
+            f"WHERE memory = ? AND id IN {_IDS}",
+            self._memory,
+            _ids(ids),
+        )
+        return {r[0]: self._replica(r) for r in rows}
+
+    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
+        rows = self._q(
+            "SELECT id, node_id, level, label, members FROM replicas "
+            f"WHERE memory = ? AND label IN {_IDS} ORDER BY id",
+            self._memory,
+            _ids(labels),
+        )
+        return [self._replica(r) for r in rows]
+
+    def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
+        self._conn.executemany(
+            "INSERT INTO replicas (memory, id, node_id, level, label, members) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (memory, id) DO UPDATE SET "
+            "label = excluded.label, members = excluded.members",
+            [
+                (self._memory, r.id, r.node_id, r.level, r.label, json.dumps(sorted(r.members)))
+                for r in replicas
+            ],
+        )
+
+    def delete_replicas(self, ids: Iterable[str]) -> None:
+        self._conn.execute(
+            f"DELETE FROM replicas WHERE memory = ? AND id IN {_IDS}", (self._memory, _ids(ids))
+        )
+
+    def count_labels(self, level: int) -> int:
+        rows = self._q(
+            "SELECT COUNT(DISTINCT label) FROM replicas WHERE memory = ? AND level = ?",
+            self._memory,
+            level,
+        )
+        return int(rows[0][0])
+
+    def labels_at_level(self, level: int) -> list[str]:
+        rows = self._q(
+            "SELECT DISTINCT label FROM replicas WHERE memory = ? AND level = ? ORDER BY label",
+            self._memory,
+            level,
+        )
+        return [r[0] for r in rows]
+
+    # --- hierarchy -------------------------------------------------------------------------
+    def set_members(self, summary_id: str, level: int, member_ids: Iterable[str]) -> None:
+        self._conn.execute(
+            "DELETE FROM members WHERE memory = ? AND summary_id = ?", (self._memory, summary_id)
+        )
+        self._conn.executemany(
+            "INSERT INTO members (memory, summary_id, member_id, level) VALUES (?, ?, ?, ?)",
+            [(self._memory, summary_id, m, level) for m in sorted(set(member_ids))],
+        )
+
+    def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
+        rows = self._q(
+            f"SELECT summary_id, member_id FROM members WHERE memory = ? AND summary_id IN {_IDS}",
+            self._memory,
+            _ids(summary_ids),
+        )
+        result: dict[str, set[str]] = {}
+        for summary_id, member_id in rows:
+            result.setdefault(summary_id, set()).add(member_id)
+        return result
+
+    def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
+        rows = self._q(
+            f"SELECT member_id, summary_id FROM members WHERE memory = ? AND member_id IN {_IDS}",
+            self._memory,
+            _ids(node_ids),
+        )
+        result: dict[str, set[str]] = {}
+        for member_id, summary_id in rows:
+            result.setdefault(member_id, set()).add(summary_id)
+        return result
+
+    # --- reporting -----------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        m = self._memory
+        nodes = dict(
+            self._q("SELECT level, COUNT(*) FROM nodes WHERE memory = ? GROUP BY level", m)
+        )
+        edges = dict(
+            self._q("SELECT level, COUNT(*) FROM edges WHERE memory = ? GROUP BY level", m)
+        )
+        replicas = dict(
+            self._q("SELECT level, COUNT(*) FROM replicas WHERE memory = ? GROUP BY level", m)
+        )
+        clusters = dict(
+            self._q(
+                "SELECT level, COUNT(DISTINCT label) FROM replicas WHERE memory = ? GROUP BY level",
+                m,
+            )
+        )
+        in_two = self._q(
+            "SELECT COUNT(*) FROM (SELECT node_id FROM replicas WHERE memory = ? AND level = 0 "
+            "GROUP BY node_id HAVING COUNT(DISTINCT label) >= 2)",
+            m,
+        )[0][0]
+        documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
+        levels = sorted(set(nodes) | set(edges))
+        return {
+            "documents": documents,
+            "levels": [
+                {
+                    "level": lv,
+                    "nodes": nodes.get(lv, 0),
+                    "edges": edges.get(lv, 0),
+                    "replicas": replicas.get(lv, 0),
+                    "clusters": clusters.get(lv, 0),
+                }
+                for lv in levels
+            ],
+            "overlap": (in_two / nodes[0]) if nodes.get(0) else 0.0,
+            "nodes_in_two_or_more_clusters": in_two,
+        }
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _vector(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

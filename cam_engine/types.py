@@ -1,0 +1,77 @@
+"""Plain records that flow between the engine's parts.
+
+They carry no behaviour beyond small derived values, so every module (pure graph
+code, stores, CLI) can share them without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+CHUNK = "chunk"
+SUMMARY = "summary"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of one document, the unit of level 0."""
+
+    id: str
+    doc_id: str
+    position: int  # 0-based index of the chunk inside its document
+    text: str
+    start_char: int  # offsets into the document text, so nothing is lost or moved
+    end_char: int
+
+
+@dataclass
+class Node:
+    """A memory node of any level: a chunk (level 0) or a summary (level >= 1)."""
+
+    id: str
+    level: int
+    kind: str  # CHUNK or SUMMARY
+    text: str
+    doc_id: str | None = None
+    position: float | None = None  # chunks: index in document; summaries: mean of members
+    embedding: np.ndarray | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """An undirected weighted edge between two nodes of the same level (src < dst)."""
+
+    src: str
+    dst: str
+    level: int
+    score: float
+    cosine: float | None = None  # level 0 only: the two parts of the composite score
+    proximity: float | None = None
+
+    @staticmethod
+    def make(a: str, b: str, level: int, score: float, **parts: float | None) -> Edge:
+        src, dst = (a, b) if a < b else (b, a)
+        return Edge(src, dst, level, score, **parts)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.src, self.dst)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One role of a node: the node as seen from one connected component of its ego-network.
+
+    ``members`` are the neighbours of ``node_id`` in that component; every edge of the
+    node leads to exactly one of its replicas.
+    """
+
+    id: str
+    node_id: str
+    level: int
+    label: str  # cluster label from label propagation
+    members: frozenset[str]

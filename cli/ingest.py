@@ -1,0 +1,158 @@
+"""``cam ingest``: add documents to a memory, batch by batch."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+
+from cam_engine import Settings
+from cam_engine.engine.reports import BatchReport, IngestError
+from cam_engine.errors import CamError
+
+_SETTING_OPTIONS = {
+    "chunk_tokens": int,
+    "alpha": float,
+    "sigma": float,
+    "theta": float,
+    "k": int,
+    "max_cluster_size": int,
+    "max_levels": int,
+}
+
+
+def _settings(values: dict[str, Any]) -> Settings | None:
+    given = {k: v for k, v in values.items() if v is not None}
+    if not given:
+        return None
+    try:
+        return Settings(**given)
+    except CamError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+class _Progress:
+    """A progress bar per document on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.document: str | None = None
+
+    def update(self, report: BatchReport) -> None:
+        if not self.enabled:
+            return
+        if report.document != self.document:
+            self.close()
+            self.document = report.document
+            self.bar = click.progressbar(
+                length=report.chunks_total or 0,
+                label=f"{report.document}",
+                file=sys.stderr,
+                show_pos=True,
+            )
+            self.bar.__enter__()
+        if report.chunks_total:
+            self.bar.update(report.chunks_added + report.chunks_skipped)
+        else:
+            click.echo(f"\r{report.document}: {report.chunks_done} chunks", nl=False, err=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=False)
+@memory_options
+@click.option("--batch-size", default=64, show_default=True, help="Chunks per batch (transaction).")
+@click.option("--document", help="Document id for a single file or stdin (default: file name).")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
+)
+@click.option(
+    "--summarizer",
+    type=click.Choice(["extractive", "openai"]),
+    default="extractive",
+    show_default=True,
+    help="extractive: offline, no model. openai: CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint.",
+)
+@click.option("--chunk-tokens", type=int, help="New memory: tokens per chunk [16, 4096].")
+@click.option("--alpha", type=float, help="New memory: cosine weight in the edge score [0, 1].")
+@click.option("--sigma", type=float, help="New memory: positional decay (> 0).")
+@click.option("--theta", type=float, help="New memory: minimum edge score [0, 1].")
+@click.option("--k", type=int, help="New memory: edges kept per chunk [1, 1000].")
+@click.option("--max-cluster-size", type=int, help="New memory: largest cluster [2, 10000].")
+@click.option("--max-levels", type=int, help="New memory: summary levels [0, 50].")
+@json_option
+def ingest(
+    paths: tuple[str, ...],
+    store: str | None,
+    memory_name: str | None,
+    batch_size: int,
+    document: str | None,
+    rebuild: bool,
+    summarizer: str,
+    as_json: bool,
+    **setting_values: Any,
+) -> None:
+    """Ingest files, folders or - (stdin) into a memory, in batches.
+
+    Re-ingesting a document already in the memory changes nothing. With --json,
+    one JSON object is printed per batch.
+    """
+    if batch_size < 1:
+        raise click.BadParameter(
+            f"must be an integer >= 1, got {batch_size}", param_hint="--batch-size"
+        )
+    if not paths and not rebuild:
+        raise click.UsageError("give at least one PATH (a file, a folder or -), or --rebuild")
+    memory = open_memory(
+        store, memory_name, settings=_settings(setting_values), summarizer=summarizer
+    )
+    progress = _Progress(enabled=not as_json and sys.stderr.isatty())
+
+    def on_batch(report: BatchReport) -> None:
+        if as_json:
+            echo_json(report.to_dict())
+        progress.update(report)
+
+    def on_error(error: IngestError) -> None:
+        click.echo(f"error: {error.message}", err=True)
+
+    failed = False
+    try:
+        with memory:
+            if paths:
+                result = memory.ingest(
+                    list(paths),
+                    batch_size=batch_size,
+                    document=document,
+                    on_batch=on_batch,
+                    on_error=on_error,
+                )
+                progress.close()
+                failed = bool(result.errors)
+                if not as_json:
+                    click.echo(
+                        f"ingested {result.chunks_added} new chunks in {len(result.batches)} "
+                        f"batches into memory {memory.store.memory!r} ({memory.store.location}); "
+                        f"summaries: {memory.summarizer.backend}"
+                    )
+            if rebuild:
+                report = memory.rebuild(on_batch=on_batch if as_json else None)
+                if not as_json:
+                    click.echo(
+                        f"rebuilt all levels from {report.chunks_added} chunks: "
+                        f"{report.summaries_written} summaries"
+                    )
+    except CamError as exc:
+        progress.close()
+        raise click.ClickException(str(exc)) from exc
+    if failed:
+        sys.exit(1)

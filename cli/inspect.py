@@ -1,0 +1,83 @@
+"""``cam stats`` and ``cam show``: look at a memory."""
+
+from __future__ import annotations
+
+import click
+from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+
+
+@click.command()
+@memory_options
+@json_option
+def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
+    """Documents, nodes/edges/clusters per level, overlap and settings of a memory."""
+    with open_memory(store, memory_name) as memory:
+        data = memory.stats()
+    if as_json:
+        echo_json(data)
+        return
+    click.echo(f"memory {data['memory']!r} in {data['store']}")
+    click.echo(f"documents: {data['documents']}")
+    click.echo(f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8}")
+    for row in data["levels"]:
+        click.echo(
+            f"{row['level']:>5} {row['nodes']:>7} {row['edges']:>7} "
+            f"{row['clusters']:>8} {row['replicas']:>8}"
+        )
+    click.echo(
+        f"overlap: {data['overlap']:.1%} of chunks belong to 2+ clusters "
+        f"({data['nodes_in_two_or_more_clusters']})"
+    )
+    settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
+    click.echo(f"settings: {settings}")
+
+
+@click.command()
+@click.argument("node_id")
+@memory_options
+@json_option
+@click.option("--width", default=300, show_default=True, help="Characters of text shown per node.")
+def show(
+    node_id: str, store: str | None, memory_name: str | None, as_json: bool, width: int
+) -> None:
+    """Text, level, parents, children and neighbours of one node."""
+    with open_memory(store, memory_name) as memory:
+        view = memory.node(node_id)
+    if view is None:
+        raise click.ClickException(f"no node {node_id!r} in this memory")
+    node = view.node
+    if as_json:
+        echo_json(
+            {
+                "id": node.id,
+                "level": node.level,
+                "kind": node.kind,
+                "document": node.doc_id,
+                "position": node.position,
+                "text": node.text,
+                "props": node.props,
+                "clusters": view.clusters,
+                "parents": [p.id for p in view.parents],
+                "children": [c.id for c in view.children],
+                "neighbours": [{"id": n.id, "weight": w} for n, w in view.neighbours],
+            }
+        )
+        return
+
+    def clip(text: str) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+    where = f"{node.doc_id} #{node.position:g}" if node.doc_id is not None else "several documents"
+    backend = node.props.get("backend")
+    kind = f"{node.kind} ({backend})" if backend else node.kind
+    click.echo(f"{node.id}  level {node.level}  {kind}  {where}")
+    click.echo(clip(node.text))
+    click.echo(f"clusters: {', '.join(view.clusters) or '-'}")
+    for title, nodes in (("parents", view.parents), ("children", view.children)):
+        click.echo(f"{title} ({len(nodes)}):")
+        for n in nodes:
+            click.echo(f"  {n.id}  {clip(n.text)[:80]}")
+    click.echo(f"neighbours ({len(view.neighbours)}):")
+    for n, weight in view.neighbours:
+        click.echo(f"  {n.id}  {weight:.3f}  {clip(n.text)[:70]}")

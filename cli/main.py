@@ -1,0 +1,34 @@
+"""Entry point of the ``cam`` command."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+from cam_engine.cli.bench import bench
+from cam_engine.cli.ingest import ingest
+from cam_engine.cli.inspect import show, stats
+
+from cam_engine import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cam")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details to stderr.")
+def cli(verbose: bool) -> None:
+    """CAM Engine: read long documents into a hierarchical graph memory.
+
+    Chunks become graph nodes linked by similarity and position; overlapping
+    clusters are summarized level after level. Summaries come from the offline
+    extractive backend unless --summarizer openai is given.
+    """
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+
+
+cli.add_command(ingest)
+cli.add_command(stats)
+cli.add_command(show)
+cli.add_command(bench)

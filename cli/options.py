@@ -1,0 +1,73 @@
+"""Options shared by several commands, and opening a memory from them."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from cam_engine import Environment, Memory, Settings
+from cam_engine.errors import CamError
+from cam_engine.llm import ExtractiveSummarizer, Summarizer
+
+
+def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--store and --memory, defaulting to CAM_STORE / CAM_MEMORY."""
+
+    @click.option(
+        "--store",
+        metavar="PATH|URI",
+        help="SQLite file (default: $CAM_STORE or ~/.local/share/cam/memory.db) or a neo4j:// URI.",
+    )
+    @click.option(
+        "--memory",
+        "memory_name",
+        metavar="NAME",
+        help="Memory name (default: $CAM_MEMORY or 'default').",
+    )
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(
+        command
+    )
+
+
+def summarizer_for(name: str, env: Environment) -> Summarizer:
+    if name == "extractive":
+        return ExtractiveSummarizer()
+    from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
+
+    return ChatSummarizer(OpenAICompatibleChat.from_environment(env))
+
+
+def open_memory(
+    store: str | None,
+    memory_name: str | None,
+    *,
+    settings: Settings | None = None,
+    summarizer: str = "extractive",
+) -> Memory:
+    env = Environment.from_env()
+    try:
+        return Memory.open(
+            store,
+            memory_name,
+            settings=settings,
+            summarizer=summarizer_for(summarizer, env),
+            environment=env,
+        )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, sort_keys=True, default=str))

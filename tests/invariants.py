@@ -1,0 +1,46 @@
+"""Structural invariants every memory must satisfy after any batch sequence."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from cam_engine.engine.builder import summary_id
+from cam_engine.graph.ego_split import ego_components
+from cam_engine.store.base import GraphStore
+
+
+def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
+    stats = store.stats()
+    levels = [row["level"] for row in stats["levels"]]
+    top = max(levels, default=0)
+    for level in levels:
+        nodes = {n.id: n for n in store.nodes_at_level(level)}
+        adjacency = store.neighbours(nodes)
+        replicas = store.replicas_of(nodes)
+        # Ego-splitting: the replicas of a node are exactly its ego-network's components.
+        for node_id in nodes:
+            expected = set(ego_components(node_id, adjacency | store.neighbours(adjacency[node_id])))
+            got = {r.members for r in replicas.get(node_id, [])}
+            assert got == (expected or {frozenset()}), f"replicas of {node_id} at level {level}"
+        clusters: dict[str, set[str]] = defaultdict(set)
+        for reps in replicas.values():
+            for r in reps:
+                clusters[r.label].add(r.node_id)
+        # Every node is in at least one cluster; clusters are capped in size.
+        assert set(nodes) <= {n for members in clusters.values() for n in members}
+        for label, members in clusters.items():
+            assert len(members) <= max_cluster_size, f"cluster {label} has {len(members)} nodes"
+        if level < top:
+            # Each cluster is one summary of the next level with exactly its members.
+            summaries = {n.id for n in store.nodes_at_level(level + 1)}
+            assert summaries == {summary_id(label) for label in clusters}
+            stored = store.members_of(summaries)
+            for label, members in clusters.items():
+                assert stored[summary_id(label)] == members, f"members of {summary_id(label)}"
+    # No summary without members, and every member exists.
+    for level in levels[1:]:
+        summaries = [n.id for n in store.nodes_at_level(level)]
+        stored = store.members_of(summaries)
+        for sid in summaries:
+            assert stored.get(sid), f"summary {sid} has no members"
+            assert store.existing_ids(stored[sid]) == stored[sid]
