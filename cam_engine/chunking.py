@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from cam_engine.types import Chunk
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
+_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t\r]*\n\s*")  # blank line, Unix or Windows endings
 # whitespace after a sentence end, possibly behind a closing quote or bracket
 _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+")
 _WHITESPACE = re.compile(r"\s+")
@@ -46,7 +46,16 @@ def _spans(text: str, pattern: re.Pattern[str], start: int, end: int) -> list[tu
         cursor = match.end()
     if cursor < end:
         pieces.append((cursor, end))
-    return [(a, b) for a, b in pieces if text[a:b].strip()]
+    # Trim white space at both ends, so a piece does not depend on how it was reached.
+    trimmed = []
+    for a, b in pieces:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            trimmed.append((a, b))
+    return trimmed
 
 
 def _units(text: str, budget: int) -> Iterator[Span]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,14 +63,16 @@ def read_text(path: Path) -> tuple[str, str]:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
-    if not data.strip():
-        raise InputError(f"{path}: file is empty")
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
+    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data.decode("utf-8-sig")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as exc:
+        offset = bom + exc.start
         raise InputError(
-            f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+            f"{path}: not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset})"
         ) from exc
+    if not text.strip():
+        raise InputError(f"{path}: file is empty")
     return text, hashlib.sha256(data).hexdigest()

@@ -19,7 +19,9 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
         replicas = store.replicas_of(nodes)
         # Ego-splitting: the replicas of a node are exactly its ego-network's components.
         for node_id in nodes:
-            expected = set(ego_components(node_id, adjacency | store.neighbours(adjacency[node_id])))
+            expected = set(
+                ego_components(node_id, adjacency | store.neighbours(adjacency[node_id]))
+            )
             got = {r.members for r in replicas.get(node_id, [])}
             assert got == (expected or {frozenset()}), f"replicas of {node_id} at level {level}"
         clusters: dict[str, set[str]] = defaultdict(set)
@@ -37,6 +39,16 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
             stored = store.members_of(summaries)
             for label, members in clusters.items():
                 assert stored[summary_id(label)] == members, f"members of {summary_id(label)}"
+            # Summaries are linked when their clusters share members or an edge joins them.
+            expected_links = {
+                tuple(sorted((summary_id(a), summary_id(b))))
+                for a, ma in clusters.items()
+                for b, mb in clusters.items()
+                if a < b and (ma & mb or any(v in mb for u in ma for v in adjacency[u]))
+            }
+            upper = store.neighbours(summaries)
+            links = {tuple(sorted((s, t))) for s, nbrs in upper.items() for t in nbrs}
+            assert links == expected_links, f"links of level {level + 1}"
     # No summary without members, and every member exists.
     for level in levels[1:]:
         summaries = [n.id for n in store.nodes_at_level(level)]

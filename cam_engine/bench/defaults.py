@@ -10,7 +10,9 @@ It prints markdown tables (docs/defaults.md pastes them):
 2. single-book networks over an (alpha, sigma, theta) grid, k=10, chunk_tokens=200;
 3. a pooled multi-document network (the paragraphs of hotpotqa_dev_200), with how often
    the two gold paragraphs of a question are linked;
-4. cosine quantiles, for thresholds set relative to the embedder's distribution.
+4. cosine quantiles, for thresholds set relative to the embedder's distribution;
+5. one absolute cosine bar for books and pooled paragraphs at once (the conflict);
+6. an embedder-relative threshold: the cosine each node's expected m-th best partner reaches.
 
 Networks are built with ``cam_engine.graph.similarity.expand`` over all chunks at once,
 the code the engine uses. Embeddings are cached as .npy files under ``--cache``.
@@ -23,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import random
 import re
 import sys
 import time
@@ -44,10 +47,16 @@ CHUNK_TOKENS = 200
 ALPHAS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 SIGMAS = (1.0, 2.0)
 THETAS = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65)
-MULTI_ALPHAS = (0.6, 0.8, 0.9, 1.0)
+MULTI_ALPHAS = (0.6, 0.7, 0.8, 0.9, 1.0)
 MULTI_THETAS = (0.35, 0.4, 0.45, 0.5, 0.6)
 K = 10
 RELEASE = (0.6, 1.0, 0.6)  # the public CAM release: alpha, sigma, theta
+RECOMMENDED = (0.7, 2.0, 0.5)  # docs/defaults.md: the measured default for MiniLM
+# Section 5: the cosine a far or cross-document pair needs (theta / alpha), at RECOMMENDED's
+# alpha and sigma; section 6: expected partners per node for the relative threshold.
+COSINE_BARS = (0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75)
+PARTNERS = (3, 4, 5)
+LP_SEEDS = 5  # plain label propagation is random: the median largest cluster over these seeds
 LONG_RANGE = 3  # an edge is long-range when its chunks are this many positions apart or more
 QUANTILES = (50, 90, 95, 99)
 # A grid row is printed when both books are usable under it (the full grid goes to --out).
@@ -134,6 +143,20 @@ class CachedEmbedder:
 
 
 @dataclass(frozen=True)
+class Corpus:
+    """Embedded chunks of one benchmark memory."""
+
+    name: str
+    nodes: list[Located]
+    vectors: np.ndarray
+    gold_pairs: list[tuple[int, int]]  # node indexes of the two gold paragraphs (HotpotQA)
+
+    def pair_cosines(self) -> np.ndarray:
+        cosine = self.vectors @ self.vectors.T
+        return cosine[np.triu_indices(len(self.nodes), k=1)]
+
+
+@dataclass(frozen=True)
 class ChunkRow:
     book: str
     chunk_tokens: int
@@ -168,6 +191,7 @@ class NetworkRow:
     largest: float  # largest connected component, share of nodes
     gold_linked: float | None = None  # multi-document only: gold pair joined by an edge
     gold_2hops: float | None = None  # ... or by a path of at most two edges
+    lp_largest: float | None = None  # largest plain label-propagation cluster, share of nodes
 
 
 def build_graph(nodes: Sequence[Located], alpha: float, sigma: float, theta: float) -> ig.Graph:
@@ -176,39 +200,59 @@ def build_graph(nodes: Sequence[Located], alpha: float, sigma: float, theta: flo
     return ig.Graph(n=len(nodes), edges=[(index[e.src], index[e.dst]) for e in edges])
 
 
+def largest_lp_cluster(graph: ig.Graph, seeds: int = LP_SEEDS) -> float:
+    """Median over seeds of the largest cluster of igraph's plain label propagation.
+
+    A proxy for "does clustering collapse": the engine's own propagation runs on
+    ego-split replicas and cuts big clusters, but it suffers from density the same way.
+    """
+    sizes = []
+    try:
+        for seed in range(seeds):
+            ig.set_random_number_generator(random.Random(seed))
+            sizes.append(max(graph.community_label_propagation().sizes()))
+    finally:
+        ig.set_random_number_generator(random)
+    return float(np.median(sizes)) / graph.vcount()
+
+
 def network_row(
-    nodes: Sequence[Located],
-    graph: ig.Graph,
+    corpus: Corpus,
     alpha: float,
     sigma: float,
     theta: float,
-    gold_pairs: Sequence[tuple[int, int]] = (),
+    *,
+    with_lp: bool = False,
 ) -> NetworkRow:
+    nodes = corpus.nodes
+    graph = build_graph(nodes, alpha, sigma, theta)
     n = graph.vcount()
     degrees = np.array(graph.degree(), dtype=np.float64)
-    positions = np.array([node.position for node in nodes])
+    positions = [node.position for node in nodes]
     docs = [node.doc_id for node in nodes]
     pairs = graph.get_edgelist()
     long_edges = sum(
         1 for a, b in pairs if docs[a] == docs[b] and abs(positions[a] - positions[b]) >= LONG_RANGE
     )
-    largest = max(graph.connected_components().sizes()) if n else 0
-    row = NetworkRow(
+    gold_linked = gold_2hops = None
+    if corpus.gold_pairs:
+        neighbours = [set(graph.neighbors(v)) for v in range(n)]
+        gold = corpus.gold_pairs
+        gold_linked = float(np.mean([b in neighbours[a] for a, b in gold]))
+        gold_2hops = float(
+            np.mean([b in neighbours[a] or bool(neighbours[a] & neighbours[b]) for a, b in gold])
+        )
+    return NetworkRow(
         alpha=alpha,
         sigma=sigma,
         theta=theta,
         isolated=float(np.mean(degrees == 0)),
         mean_degree=float(degrees.mean()),
         long_range=long_edges / len(pairs) if pairs else 0.0,
-        largest=largest / n if n else 0.0,
-    )
-    if not gold_pairs:
-        return row
-    neighbours = [set(graph.neighbors(v)) for v in range(n)]
-    linked = [b in neighbours[a] for a, b in gold_pairs]
-    near = [b in neighbours[a] or bool(neighbours[a] & neighbours[b]) for a, b in gold_pairs]
-    return NetworkRow(
-        **{**asdict(row), "gold_linked": float(np.mean(linked)), "gold_2hops": float(np.mean(near))}
+        largest=max(graph.connected_components().sizes()) / n,
+        gold_linked=gold_linked,
+        gold_2hops=gold_2hops,
+        lp_largest=largest_lp_cluster(graph) if with_lp else None,
     )
 
 
@@ -225,17 +269,41 @@ def quantile_row(corpus: str, pairs: str, cosines: np.ndarray) -> QuantileRow:
     return QuantileRow(corpus, pairs, int(cosines.size), tuple(float(v) for v in values))
 
 
-def book_cosines(vectors: np.ndarray) -> dict[str, np.ndarray]:
-    """Cosines of all chunk pairs, adjacent pairs and pairs LONG_RANGE+ positions apart."""
-    cosine = vectors @ vectors.T
-    upper = np.triu_indices(len(vectors), k=1)
-    apart = upper[1] - upper[0]
+def cosine_quantiles(corpus: Corpus) -> list[QuantileRow]:
+    """All pairs; for a book also adjacent pairs and pairs LONG_RANGE+ apart; gold pairs."""
+    cosine = corpus.vectors @ corpus.vectors.T
+    upper = np.triu_indices(len(corpus.nodes), k=1)
     values = cosine[upper]
-    return {
-        "all pairs": values,
-        "adjacent (1 apart)": values[apart == 1],
-        f"{LONG_RANGE}+ apart": values[apart >= LONG_RANGE],
-    }
+    rows = [quantile_row(corpus.name, "all pairs", values)]
+    if corpus.gold_pairs:
+        gold = np.array([cosine[a, b] for a, b in corpus.gold_pairs])
+        return [*rows, quantile_row(corpus.name, "gold pairs", gold)]
+    positions = np.array([n.position for n in corpus.nodes])
+    apart = np.abs(positions[upper[1]] - positions[upper[0]])
+    return [
+        *rows,
+        quantile_row(corpus.name, "adjacent (1 apart)", values[apart == 1]),
+        quantile_row(corpus.name, f"{LONG_RANGE}+ apart", values[apart >= LONG_RANGE]),
+    ]
+
+
+def relative_cosine(corpus: Corpus, partners: int) -> float:
+    """The cosine that a node's ``partners``-th best partner reaches on average.
+
+    That is the (1 - partners / (n - 1)) quantile of all pair cosines: a node has n - 1
+    partners, so on average ``partners`` of them lie above it.
+    """
+    n = len(corpus.nodes)
+    share = min(1.0, partners / max(1, n - 1))
+    return float(np.percentile(corpus.pair_cosines(), 100.0 * (1.0 - share)))
+
+
+@dataclass(frozen=True)
+class RelativeRow:
+    partners: int
+    corpus: str
+    cosine: float  # the corpus's own cosine bar
+    row: NetworkRow
 
 
 # ----------------------------------------------------------------------------- markdown
@@ -252,19 +320,28 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
 
 
 def chunk_table(rows: Sequence[ChunkRow]) -> str:
+    header = ["book", "chunk_tokens", "chunks", "mean tokens", "mean pieces", "p99 pieces"]
+    header.append(f"> {MAX_SEQ_LENGTH} pieces")
     return markdown_table(
-        ["book", "chunk_tokens", "chunks", "mean tokens", "mean pieces", "p99 pieces",
-         f"> {MAX_SEQ_LENGTH} pieces"],
+        header,
         [
-            (r.book, r.chunk_tokens, r.chunks, f"{r.mean_tokens:.0f}", f"{r.mean_pieces:.0f}",
-             f"{r.p99_pieces:.0f}", f"{100 * r.over_window:.1f}%")
+            (
+                r.book,
+                r.chunk_tokens,
+                r.chunks,
+                f"{r.mean_tokens:.0f}",
+                f"{r.mean_pieces:.0f}",
+                f"{r.p99_pieces:.0f}",
+                f"{100 * r.over_window:.1f}%",
+            )
             for r in rows
         ],
     )
 
 
-def _is_release(row: NetworkRow) -> bool:
-    return (row.alpha, row.sigma, row.theta) == RELEASE
+def _setting(row: NetworkRow) -> str:
+    key = (row.alpha, row.sigma, row.theta)
+    return "release" if key == RELEASE else "**recommended**" if key == RECOMMENDED else ""
 
 
 def _useful(row: NetworkRow) -> bool:
@@ -272,32 +349,43 @@ def _useful(row: NetworkRow) -> bool:
     return row.isolated <= USEFUL_MAX_ISOLATED and low <= row.mean_degree <= high
 
 
+def _network_cells(row: NetworkRow) -> list[object]:
+    return [_pct(row.isolated), f"{row.mean_degree:.1f}", _pct(row.long_range), _pct(row.largest)]
+
+
 def books_table(grids: dict[str, list[NetworkRow]], only_useful: bool) -> str:
     """One row per (alpha, sigma, theta), the books side by side."""
-    books = list(grids)
-    header = ["alpha", "sigma", "theta"]
-    for book in books:
+    header = ["alpha", "sigma", "theta", "setting"]
+    for book in grids:
         header += [f"{book}: isolated", "mean deg", "long-range", "largest CC"]
     rows = []
-    for cells in zip(*(grids[b] for b in books), strict=True):
-        if only_useful and not (all(_useful(c) for c in cells) or _is_release(cells[0])):
-            continue
+    for cells in zip(*grids.values(), strict=True):
         first = cells[0]
-        label = f"**{first.alpha}**" if _is_release(first) else str(first.alpha)
-        row: list[object] = [label, first.sigma, first.theta]
+        if only_useful and not (all(_useful(c) for c in cells) or _setting(first)):
+            continue
+        row: list[object] = [first.alpha, first.sigma, first.theta, _setting(first)]
         for c in cells:
-            row += [_pct(c.isolated), f"{c.mean_degree:.1f}", _pct(c.long_range), _pct(c.largest)]
+            row += _network_cells(c)
         rows.append(row)
     return markdown_table(header, rows)
 
 
 def multi_table(rows: Sequence[NetworkRow]) -> str:
+    header = ["alpha", "theta", "cos needed", "isolated", "mean deg", "largest CC"]
+    header += ["gold linked", "gold <= 2 hops"]
     return markdown_table(
-        ["alpha", "theta", "cos needed", "isolated", "mean deg", "largest CC", "gold linked",
-         "gold <= 2 hops"],
+        header,
         [
-            (r.alpha, r.theta, f"{r.theta / r.alpha:.2f}", _pct(r.isolated),
-             f"{r.mean_degree:.1f}", _pct(r.largest), _pct(r.gold_linked), _pct(r.gold_2hops))
+            [
+                r.alpha,
+                r.theta,
+                f"{r.theta / r.alpha:.2f}",
+                _pct(r.isolated),
+                f"{r.mean_degree:.1f}",
+                _pct(r.largest),
+                _pct(r.gold_linked),
+                _pct(r.gold_2hops),
+            ]
             for r in rows
         ],
     )
@@ -310,46 +398,77 @@ def quantile_table(rows: Sequence[QuantileRow]) -> str:
     )
 
 
+def sweep_table(sweep: list[tuple[float, dict[str, NetworkRow]]]) -> str:
+    """Books and the pooled paragraphs side by side along one cosine bar."""
+    names = list(sweep[0][1])
+    header = ["cos bar", "theta"]
+    for name in names:
+        header += [f"{name}: isolated", "mean deg"]
+        if sweep[0][1][name].gold_linked is None:
+            header += ["long-range", "largest LP cluster"]
+        else:
+            header += ["gold linked", "gold <= 2 hops"]
+    rows = []
+    for bar, by_corpus in sweep:
+        first = by_corpus[names[0]]
+        row: list[object] = [f"{bar:.2f}", f"{first.theta:.3f}"]
+        for name in names:
+            r = by_corpus[name]
+            row += [_pct(r.isolated), f"{r.mean_degree:.1f}"]
+            if r.gold_linked is None:
+                row += [_pct(r.long_range), _pct(r.lp_largest)]
+            else:
+                row += [_pct(r.gold_linked), _pct(r.gold_2hops)]
+        rows.append(row)
+    return markdown_table(header, rows)
+
+
+def relative_table(rows: Sequence[RelativeRow]) -> str:
+    header = ["partners m", "corpus", "cos bar", "theta", "isolated", "mean deg", "long-range"]
+    header += ["largest CC", "gold linked", "gold <= 2 hops"]
+    return markdown_table(
+        header,
+        [
+            [
+                r.partners,
+                r.corpus,
+                f"{r.cosine:.3f}",
+                f"{r.row.theta:.3f}",
+                *_network_cells(r.row),
+                _pct(r.row.gold_linked),
+                _pct(r.row.gold_2hops),
+            ]
+            for r in rows
+        ],
+    )
+
+
 # ----------------------------------------------------------------------------- driver
 
 
-def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
-    """Run every measurement; returns (printed report, full report, raw results)."""
-    embedder = CachedEmbedder(cache_dir)
-    chunk_rows: list[ChunkRow] = []
-    quantile_rows: list[QuantileRow] = []
-    grids: dict[str, list[NetworkRow]] = {}
-    timings: dict[str, float] = {}
-
+def load_books(data_dir: Path, embedder: CachedEmbedder) -> tuple[list[Corpus], list[ChunkRow]]:
+    corpora, chunk_rows = [], []
     for book, file_name in BOOKS.items():
-        started = time.perf_counter()
         text = book_text(data_dir / "haystacks" / "gutenberg" / file_name)
         for budget in CHUNK_SIZES:
-            chunks = chunk_document(book, text, budget)
-            texts = [c.text for c in chunks]
+            texts = [c.text for c in chunk_document(book, text, budget)]
             chunk_rows.append(chunk_row(book, budget, texts, embedder.word_pieces(texts)))
         chunks = chunk_document(book, text, CHUNK_TOKENS)
         vectors = embedder.embed(f"{book}-{CHUNK_TOKENS}", [c.text for c in chunks])
         nodes = [
             Located(c.id, c.doc_id, c.position, v) for c, v in zip(chunks, vectors, strict=True)
         ]
-        for pairs, cosines in book_cosines(vectors).items():
-            quantile_rows.append(quantile_row(book, pairs, cosines))
-        grid = []
-        for alpha in ALPHAS:
-            for sigma in SIGMAS:
-                for theta in THETAS:
-                    graph = build_graph(nodes, alpha, sigma, theta)
-                    grid.append(network_row(nodes, graph, alpha, sigma, theta))
-        grids[book] = grid
-        timings[book] = time.perf_counter() - started
+        corpora.append(Corpus(book, nodes, vectors, []))
+    return corpora, chunk_rows
 
-    started = time.perf_counter()
+
+def load_hotpot(data_dir: Path, embedder: CachedEmbedder) -> tuple[Corpus, int]:
+    """The pooled paragraphs, each its own document at position 0; and the question count."""
     paragraphs, questions = hotpot_paragraphs(data_dir / "hotpotqa" / "hotpotqa_dev_200.jsonl")
     vectors = embedder.embed("hotpotqa-dev-200", [p.text for p in paragraphs])
-    # each paragraph is its own document at position 0: proximity is always 0 across them
     nodes = [
-        Located(f"p{i}", p.title, 0, v) for i, (p, v) in enumerate(zip(paragraphs, vectors, strict=True))
+        Located(f"p{i}", p.title, 0, v)
+        for i, (p, v) in enumerate(zip(paragraphs, vectors, strict=True))
     ]
     index = {p.title: i for i, p in enumerate(paragraphs)}
     gold_pairs = [
@@ -357,69 +476,126 @@ def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
         for q in questions
         if len(q.gold) == 2 and all(t in index for t in q.gold)
     ]
-    multi_rows = []
-    for alpha in MULTI_ALPHAS:
-        for theta in MULTI_THETAS:
-            graph = build_graph(nodes, alpha, 1.0, theta)
-            multi_rows.append(network_row(nodes, graph, alpha, 1.0, theta, gold_pairs))
-    cosine = vectors @ vectors.T
-    quantile_rows.append(
-        quantile_row("HotpotQA pool", "all pairs", cosine[np.triu_indices(len(nodes), k=1)])
-    )
-    quantile_rows.append(
-        quantile_row("HotpotQA pool", "gold pairs", np.array([cosine[a, b] for a, b in gold_pairs]))
-    )
-    timings["HotpotQA"] = time.perf_counter() - started
+    return Corpus("HotpotQA", nodes, vectors, gold_pairs), len(questions)
 
+
+def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
+    """Run every measurement; returns (printed report, full report, raw results)."""
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    embedder = CachedEmbedder(cache_dir)
+    books, chunk_rows = load_books(data_dir, embedder)
+    hotpot, n_questions = load_hotpot(data_dir, embedder)
+    timings["load, chunk, embed"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    grids = {
+        book.name: [
+            network_row(book, alpha, sigma, theta)
+            for alpha in ALPHAS
+            for sigma in SIGMAS
+            for theta in THETAS
+        ]
+        for book in books
+    }
+    multi_rows = [
+        network_row(hotpot, alpha, 1.0, theta) for alpha in MULTI_ALPHAS for theta in MULTI_THETAS
+    ]
+    timings["grids"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    quantile_rows = [row for corpus in [*books, hotpot] for row in cosine_quantiles(corpus)]
+    alpha, sigma, _ = RECOMMENDED
+    sweep = []
+    recommended_bar = RECOMMENDED[2] / alpha
+    for bar in sorted({*COSINE_BARS, recommended_bar}):
+        theta = round(alpha * bar, 4)
+        by_corpus = {
+            c.name: network_row(c, alpha, sigma, theta, with_lp=not c.gold_pairs)
+            for c in [*books, hotpot]
+        }
+        sweep.append((bar, by_corpus))
+    relative_rows = []
+    for partners in PARTNERS:
+        for corpus in [*books, hotpot]:
+            bar = relative_cosine(corpus, partners)
+            row = network_row(corpus, alpha, sigma, round(alpha * bar, 4))
+            relative_rows.append(RelativeRow(partners, corpus.name, bar, row))
+    timings["quantiles, sweep, relative"] = time.perf_counter() - started
+
+    low, high = USEFUL_DEGREE
     intro = (
         f"Embedder {MODEL} (normalized), k={K}, long-range = {LONG_RANGE}+ positions apart, "
-        f"chunk_tokens={CHUNK_TOKENS} for the networks.\n"
+        f"chunk_tokens={CHUNK_TOKENS} for the networks; books without the Project Gutenberg "
+        "header and licence. Release = CAM's public defaults "
+        f"(alpha, sigma, theta) = {RELEASE}; recommended = {RECOMMENDED}.\n"
     )
-    hotpot_intro = (
-        f"{len(paragraphs)} paragraphs pooled from {len(questions)} questions, each its own "
-        f"document at position 0 (proximity 0, sigma irrelevant), {len(gold_pairs)} gold pairs.\n"
-    )
-    low, high = USEFUL_DEGREE
-    parts = {
-        "chunks": "## 1. Chunk size vs MiniLM's 256 word-piece window\n\n" + chunk_table(chunk_rows),
-        "multi": "## 3. Multi-document network (HotpotQA dev 200, pooled)\n\n"
-        + hotpot_intro
-        + "\n"
-        + multi_table(multi_rows),
-        "quantiles": "## 4. Cosine distribution (for an embedder-relative threshold)\n\n"
-        + quantile_table(quantile_rows),
-    }
-    books_title = "## 2. Single-book networks (chunk_tokens=200, k=10)\n\n"
+    chunks_part = "## 1. Chunk size vs MiniLM's 256 word-piece window\n\n" + chunk_table(chunk_rows)
+    books_title = f"## 2. Single-book networks (chunk_tokens={CHUNK_TOKENS}, k={K})\n\n"
     useful_note = (
-        f"Rows where both books have <= {100 * USEFUL_MAX_ISOLATED:.0f}% isolated chunks and a "
-        f"mean degree in [{low:g}, {high:g}], plus the release default (bold); the full grid "
-        "is in the --out report.\n"
+        f"Only rows where both books have <= {100 * USEFUL_MAX_ISOLATED:.0f}% isolated chunks "
+        f"and a mean degree in [{low:g}, {high:g}], plus the release and recommended settings; "
+        "the full grid is in report.md under --out.\n\n"
     )
+    multi_part = (
+        "## 3. Multi-document network (HotpotQA dev 200, pooled)\n\n"
+        f"{len(hotpot.nodes)} paragraphs pooled from {n_questions} questions, each its own "
+        f"document at position 0 (proximity 0, so sigma is irrelevant and an edge needs "
+        f"cos >= theta / alpha = 'cos needed'); {len(hotpot.gold_pairs)} gold pairs.\n\n"
+        + multi_table(multi_rows)
+    )
+    quantiles_part = (
+        "## 4. Cosine distribution (for an embedder-relative threshold)\n\n"
+        + quantile_table(quantile_rows)
+    )
+    sweep_part = (
+        "## 5. One absolute cosine bar for books and pooled paragraphs?\n\n"
+        f"alpha={alpha}, sigma={sigma}, theta = alpha * bar: a chunk pair 3+ apart or a pair "
+        "of different documents needs cos >= bar. Largest LP cluster: median over "
+        f"{LP_SEEDS} seeds of igraph's plain label propagation (a noisy proxy for clustering "
+        f"collapse). The bar {recommended_bar:.3f} is the recommended setting.\n\n"
+        + sweep_table(sweep)
+    )
+    relative_part = (
+        "## 6. Embedder-relative threshold\n\n"
+        f"alpha={alpha}, sigma={sigma}; each memory's own bar = the (1 - m / (n - 1)) quantile "
+        "of its pair cosines (on average m partners per node above it); theta = alpha * bar.\n\n"
+        + relative_table(relative_rows)
+    )
+    title = "# CAM defaults with MiniLM\n\n" + intro
     printed = "\n\n".join(
         [
-            "# CAM defaults with MiniLM\n\n" + intro,
-            parts["chunks"],
-            books_title + useful_note + "\n" + books_table(grids, only_useful=True),
-            parts["multi"],
-            parts["quantiles"],
+            title,
+            chunks_part,
+            books_title + useful_note + books_table(grids, only_useful=True),
+            multi_part,
+            quantiles_part,
+            sweep_part,
+            relative_part,
         ]
     )
     full = "\n\n".join(
         [
-            "# CAM defaults with MiniLM (full grid)\n\n" + intro,
-            parts["chunks"],
+            title,
+            chunks_part,
             books_title + books_table(grids, only_useful=False),
-            parts["multi"],
-            parts["quantiles"],
+            multi_part,
+            quantiles_part,
+            sweep_part,
+            relative_part,
         ]
     )
     raw: dict[str, object] = {
         "model": MODEL,
         "k": K,
+        "release": RELEASE,
+        "recommended": RECOMMENDED,
         "chunks": [asdict(r) for r in chunk_rows],
-        "books": {book: [asdict(r) for r in rows] for book, rows in grids.items()},
+        "books": {name: [asdict(r) for r in rows] for name, rows in grids.items()},
         "hotpotqa": [asdict(r) for r in multi_rows],
         "quantiles": [asdict(r) for r in quantile_rows],
+        "sweep": [{"bar": bar, **{name: asdict(r) for name, r in by.items()}} for bar, by in sweep],
+        "relative": [asdict(r) for r in relative_rows],
         "seconds": timings,
     }
     return printed + "\n", full + "\n", raw
@@ -435,25 +611,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m cam_engine.bench.defaults",
         description="Measure alpha/sigma/theta/chunk size for the MiniLM embedder on real data.",
     )
-    parser.add_argument("--data", type=Path, default=default_data_dir(),
-                        help="the shared data folder (default: ../shared/data)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="also write report.md (full grid) and results.json here")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/cam-defaults-cache"),
-                        help="embedding cache folder (default: /tmp/cam-defaults-cache)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=default_data_dir(),
+        help="the shared data folder (default: ../shared/data beside the checkout)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="also write report.md (with the full grid) and results.json here",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("/tmp/cam-defaults-cache"),
+        help="embedding cache folder (default: /tmp/cam-defaults-cache)",
+    )
     args = parser.parse_args(argv)
-    if not (args.data / "hotpotqa").is_dir():
-        parser.error(f"no data at {args.data}: pass --data PATH/TO/shared/data")
+    if not (args.data / "hotpotqa").is_dir() or not (args.data / "haystacks").is_dir():
+        parser.error(f"no benchmark data at {args.data}: pass --data PATH/TO/shared/data")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # the tokenizer warns for every text over 512 pieces; counting them is the point here
+    # the tokenizer warns about every text over 512 pieces; counting them is the point here
     logging.getLogger("transformers.tokenization_utils_base").setLevel(logging.ERROR)
     printed, full, raw = run(args.data, args.cache)
     sys.stdout.write(printed)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "report.md").write_text(full, encoding="utf-8")
-        (args.out / "results.json").write_text(json.dumps(raw, indent=2), encoding="utf-8")
+        (args.out / "results.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -53,7 +53,10 @@ class SentenceTransformerEmbedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
 
+                # Its weight-loading bar would interleave with our own progress output.
+                transformers_logging.disable_progress_bar()
                 self._model = SentenceTransformer(path, device=self._device)
             except Exception as exc:  # the library raises many kinds; name the model
                 raise EmbeddingError(

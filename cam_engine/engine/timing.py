@@ -7,7 +7,7 @@ a batch is the database and how much is the algorithm.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,25 +15,31 @@ PHASES = ("chunk", "embed", "edges", "replicas", "propagation", "summaries", "st
 
 
 class PhaseClock:
-    def __init__(self) -> None:
+    """Seconds per phase. Phases may nest (summaries embed their texts): time spent in
+    an inner phase or in the store is counted there and not in the enclosing phase."""
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self.now = now
         self.seconds: dict[str, float] = dict.fromkeys(PHASES, 0.0)
-        self._store_in_phase = 0.0
+        self._excluded: list[float] = []  # per open phase: seconds counted elsewhere
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        outer_store = self._store_in_phase
-        self._store_in_phase = 0.0
-        start = time.perf_counter()
+        self._excluded.append(0.0)
+        start = self.now()
         try:
             yield
         finally:
-            elapsed = time.perf_counter() - start
-            self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - self._store_in_phase
-            self._store_in_phase = outer_store + self._store_in_phase
+            elapsed = self.now() - start
+            excluded = self._excluded.pop()
+            self.seconds[name] = self.seconds.get(name, 0.0) + elapsed - excluded
+            if self._excluded:
+                self._excluded[-1] += elapsed
 
     def add_store(self, seconds: float) -> None:
         self.seconds["store"] += seconds
-        self._store_in_phase += seconds
+        if self._excluded:
+            self._excluded[-1] += seconds
 
     def total(self) -> float:
         return sum(self.seconds.values())
@@ -50,8 +56,8 @@ class TimedStore:
     def transaction(self) -> Iterator[None]:
         with self._store.transaction():
             yield
-            start = time.perf_counter()  # leaving the block commits: that is store time
-        self._clock.add_store(time.perf_counter() - start)
+            start = self._clock.now()  # leaving the block commits: that is store time
+        self._clock.add_store(self._clock.now() - start)
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._store, name)
@@ -59,10 +65,10 @@ class TimedStore:
             return attribute
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
+            start = self._clock.now()
             try:
                 return attribute(*args, **kwargs)
             finally:
-                self._clock.add_store(time.perf_counter() - start)
+                self._clock.add_store(self._clock.now() - start)
 
         return timed

@@ -40,7 +40,7 @@ def proximity(delta: np.ndarray | float, sigma: float) -> np.ndarray:
 
 
 def window_radius(sigma: float) -> int:
-    """Largest position distance whose proximity is still >= PROXIMITY_FLOOR."""
+    """Largest position distance whose proximity is still >= PROXIMITY_FLOOR (at least 1)."""
     return max(1, math.floor(sigma * math.sqrt(2.0 * math.log(1.0 / PROXIMITY_FLOOR))))
 
 

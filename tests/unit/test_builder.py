@@ -142,7 +142,9 @@ def test_summaries_say_they_are_extractive(tmp_path: Path, essay: str) -> None:
     assert view.children and all(c.level == top - 1 for c in view.children)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=5),
     start=st.integers(min_value=0, max_value=6000),

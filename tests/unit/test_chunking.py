@@ -1,0 +1,261 @@
+"""Chunking: exact slices, token budget, paragraph/sentence boundaries, stable ids, streaming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cam_engine.chunking import chunk_document, chunk_id, chunk_stream, count_tokens
+from cam_engine.types import Chunk
+
+BOOK = Path(__file__).parents[2].parent / "shared/data/haystacks/gutenberg/pg84.txt"
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _streamed(doc_id: str, text: str, budget: int) -> list[Chunk]:
+    return list(chunk_stream(doc_id, text.splitlines(keepends=True), budget))
+
+
+# --- text strategy ------------------------------------------------------------------------
+
+_plain_words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzéßж0123456789", min_size=1, max_size=9)
+_punctuated_words = st.builds(
+    lambda w, p: w + p, _plain_words, st.sampled_from([",", ";", ":", "'s", "-x", "—", "…"])
+)
+_word = st.one_of(_plain_words, _plain_words, _punctuated_words)
+# a "word" with more tokens than any budget used here (no whitespace in it)
+_huge_word = st.integers(min_value=20, max_value=60).map(lambda n: "-".join(["z"] * n))
+_inner_space = st.sampled_from([" ", " ", " ", "  ", "\n", " \n", "\t"])
+_sentence_end = st.sampled_from([".", "!", "?", '."', "?)", ".’"])
+
+
+@st.composite
+def _sentence(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(["normal", "normal", "normal", "long", "huge"]))
+    if kind == "long":  # a very long "sentence" with no punctuation at all
+        words = draw(st.lists(_plain_words, min_size=25, max_size=50))
+    else:
+        words = draw(st.lists(_word, min_size=1, max_size=12))
+        if kind == "huge":
+            words.insert(draw(st.integers(0, len(words))), draw(_huge_word))
+    text = words[0]
+    for w in words[1:]:
+        text += draw(_inner_space) + w
+    return text + draw(_sentence_end)
+
+
+@st.composite
+def _paragraph(draw: st.DrawFn) -> str:
+    long = draw(st.booleans())
+    sentences = draw(st.lists(_sentence(), min_size=6 if long else 1, max_size=12 if long else 4))
+    text = sentences[0]
+    for s in sentences[1:]:
+        text += draw(_inner_space) + s
+    return text
+
+
+@st.composite
+def texts(draw: st.DrawFn, *, clean_paragraph_ends: bool = False) -> str:
+    """Documents of words, sentences, paragraph breaks, long paragraphs and sentences.
+
+    ``clean_paragraph_ends`` keeps spaces/tabs out of the end of a paragraph (see
+    test_stream_keeps_trailing_spaces_of_a_split_paragraph for why).
+    """
+    paragraphs = draw(st.lists(_paragraph(), min_size=1, max_size=6))
+    breaks = ["\n\n", "\n\n\n", "\n \n", "\n\t\n  "]
+    if not clean_paragraph_ends:
+        breaks += ["  \n\n", " \n \n "]
+    text = draw(st.sampled_from(["", "", "\n", "  ", "\n\n"]))
+    text += paragraphs[0]
+    for p in paragraphs[1:]:
+        text += draw(st.sampled_from(breaks)) + p
+    return text + draw(
+        st.sampled_from(["", "", "\n", "\n\n"] + ([] if clean_paragraph_ends else [" "]))
+    )
+
+
+budgets = st.integers(min_value=3, max_value=40)
+
+
+def _check_chunks(text: str, chunks: list[Chunk], budget: int, doc_id: str) -> None:
+    assert _squash("".join(c.text for c in chunks)) == _squash(text)
+    assert [c.position for c in chunks] == list(range(len(chunks)))
+    cursor = 0
+    for c in chunks:
+        assert c.doc_id == doc_id
+        assert c.text == text[c.start_char : c.end_char]
+        assert c.text.strip()
+        assert text[cursor : c.start_char].strip() == ""  # only whitespace between chunks
+        cursor = c.end_char
+        tokens = count_tokens(c.text)
+        assert tokens <= budget or len(c.text.split()) == 1, (budget, c.text)
+    assert text[cursor:].strip() == ""
+
+
+# --- properties ---------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=texts(), budget=budgets)
+def test_no_text_lost_and_budget_respected(text: str, budget: int) -> None:
+    _check_chunks(text, chunk_document("doc", text, budget), budget, "doc")
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=texts(clean_paragraph_ends=True), budget=budgets)
+def test_stream_gives_the_same_chunks_as_document(text: str, budget: int) -> None:
+    expected = chunk_document("doc", text, budget)
+    assert _streamed("doc", text, budget) == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(text=texts(), budget=budgets)
+def test_ids_are_stable(text: str, budget: int) -> None:
+    first = chunk_document("doc", text, budget)
+    again = chunk_document("doc", text, budget)
+    assert [c.id for c in first] == [c.id for c in again]
+    assert len({c.id for c in first}) == len(first)
+
+
+# --- known answers ------------------------------------------------------------------------
+
+
+def test_count_tokens_counts_words_and_punctuation() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("Hello, world!") == 4  # Hello , world !
+    assert count_tokens("don't") == 3  # don ' t
+    assert count_tokens("  a\n\tb  ") == 2
+
+
+def test_paragraphs_are_packed_and_not_split_when_they_fit() -> None:
+    p1 = "Alpha beta gamma."  # 4 tokens
+    p2 = "Delta epsilon zeta eta."  # 5 tokens
+    p3 = "Theta iota kappa lambda mu nu."  # 7 tokens: does not fit after p1 + p2 (9)
+    text = f"{p1}\n\n{p2}\n\n{p3}"
+    chunks = chunk_document("d", text, 10)
+    assert [c.text for c in chunks] == [f"{p1}\n\n{p2}", p3]
+    assert chunks[1].start_char == text.index(p3)
+
+
+def test_a_paragraph_of_exactly_the_budget_is_one_chunk() -> None:
+    text = "One two three. Four five six seven eight."  # 4 + 6 = 10 tokens
+    assert [c.text for c in chunk_document("d", text, 10)] == [text]
+
+
+def test_overlong_paragraph_is_split_at_sentence_ends() -> None:
+    sentences = [
+        "One two three.",  # 4
+        "Four five six seven.",  # 5
+        "Eight nine.",  # 3
+        "Ten eleven twelve thirteen fourteen.",  # 6
+    ]
+    text = " ".join(sentences)  # 18 tokens, one paragraph
+    chunks = chunk_document("d", text, 10)
+    assert (
+        [c.text for c in chunks]
+        == [
+            " ".join(sentences[:2]),  # 9 tokens; adding the next sentence would make 12
+            " ".join(sentences[2:]),  # 9 tokens
+        ]
+    )
+    assert all(c.text.endswith(".") for c in chunks)
+
+
+def test_sentence_end_behind_a_closing_quote_is_a_boundary() -> None:
+    # '"Go!" She ran.' is 7 tokens: " Go ! " She ran .
+    # With the boundary after '!"' the sentences are 4 + 3 tokens; without it the text
+    # would be cut at words into '"Go!" She' and 'ran.'.
+    assert [c.text for c in chunk_document("d", '"Go!" She ran.', 5)] == ['"Go!"', "She ran."]
+    assert [c.text for c in chunk_document("d", "‘Go.’ She ran.", 5)] == ["‘Go.’", "She ran."]
+
+
+def test_overlong_sentence_without_punctuation_is_split_at_words() -> None:
+    words = [f"w{i}" for i in range(12)]
+    text = " ".join(words)
+    chunks = chunk_document("d", text, 5)
+    assert [c.text for c in chunks] == [
+        " ".join(words[0:5]),
+        " ".join(words[5:10]),
+        " ".join(words[10:12]),
+    ]
+
+
+def test_a_single_word_longer_than_the_budget_is_its_own_chunk() -> None:
+    huge = "-".join("abcd")  # a - b - c - d: 7 tokens
+    text = f"x y {huge} z"
+    chunks = chunk_document("d", text, 3)
+    assert [c.text for c in chunks] == ["x y", huge, "z"]
+
+
+def test_blank_text_has_no_chunks() -> None:
+    assert chunk_document("d", "", 10) == []
+    assert chunk_document("d", " \n\n\t \n", 10) == []
+    assert list(chunk_stream("d", [" \n", "\n"], 10)) == []
+
+
+def test_first_position_offsets_positions() -> None:
+    text = "A b c.\n\nD e f."
+    chunks = chunk_document("d", text, 4, first_position=7)
+    assert [c.position for c in chunks] == [7, 8]
+    assert chunks[0].id == chunk_id("d", 7, "A b c.")
+
+
+def test_chunk_ids_change_with_doc_position_and_text() -> None:
+    base = chunk_id("doc", 3, "Some text.")
+    assert base == chunk_id("doc", 3, "Some text.")
+    assert base.startswith("c3-")
+    assert chunk_id("other", 3, "Some text.") != base
+    assert chunk_id("doc", 4, "Some text.") != base
+    assert chunk_id("doc", 3, "Some text!") != base
+    # the fields are separated, so shifting characters between them changes the id
+    assert chunk_id("doc1", 3, "x") != chunk_id("doc", 13, "x")
+
+
+def test_document_ids_follow_doc_and_text() -> None:
+    text = "First paragraph here.\n\nSecond paragraph here."
+    ids = [c.id for c in chunk_document("a", text, 5)]
+    assert len(ids) == 2
+    assert [c.id for c in chunk_document("b", text, 5)] != ids
+    edited = [c.id for c in chunk_document("a", text.replace("Second", "Other"), 5)]
+    assert edited[0] == ids[0] and edited[1] != ids[1]
+
+
+def test_stream_cuts_a_long_text_into_the_same_chunks() -> None:
+    # enough paragraphs that the stream releases chunks several times (>= 4 * budget tokens)
+    paragraphs = [" ".join(f"p{i}s{j} word word." for j in range(i % 5 + 1)) for i in range(60)]
+    text = "\n\n".join(paragraphs) + "\n"
+    for budget in (4, 7, 16):
+        assert _streamed("d", text, budget) == chunk_document("d", text, budget)
+
+
+def test_stream_keeps_trailing_spaces_of_a_split_paragraph() -> None:
+    sentence = "One two three four five six seven."  # 8 tokens
+    long_paragraph = " ".join([sentence] * 10) + "   "  # 80 tokens, then trailing spaces
+    text = long_paragraph + "\n\nNext paragraph here.\n"
+    budget = 16  # two sentences per chunk; the next paragraph (4) does not fit after them
+    expected = chunk_document("d", text, budget)
+    assert expected[4].text == f"{sentence} {sentence}"  # by the definition
+    assert _streamed("d", text, budget) == expected
+
+
+def test_crlf_paragraphs_are_not_split_when_they_fit() -> None:
+    p1 = "Alpha beta."  # 3 tokens
+    p2 = "Gamma delta. Epsilon zeta."  # 6 tokens: fits, but not together with p1
+    text = f"{p1}\r\n\r\n{p2}\r\n"
+    assert [c.text.strip() for c in chunk_document("d", text, 6)] == [p1, p2]
+
+
+@pytest.mark.skipif(not BOOK.is_file(), reason=f"real book not found at {BOOK}")
+@pytest.mark.parametrize("budget", [16, 200])
+def test_stream_matches_document_on_a_real_book(budget: int) -> None:
+    text = BOOK.read_text(encoding="utf-8-sig")
+    expected = chunk_document("pg84", text, budget)
+    assert len(expected) > 100
+    _check_chunks(text, expected, budget, "pg84")
+    assert _streamed("pg84", text, budget) == expected
