@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
-from cam_engine.errors import LLMError
+from cam_engine.errors import ConfigError, LLMError
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from tests.conftest import shared_file
 from tests.invariants import check_memory
@@ -66,7 +66,7 @@ def test_reopen_and_continue(tmp_path: Path, essay: str) -> None:
 def test_changed_settings_are_refused(tmp_path: Path, essay: str) -> None:
     with open_memory(tmp_path) as memory:
         memory.ingest_text(essay[:3000], "a")
-    with pytest.raises(Exception, match="theta=0.5"):
+    with pytest.raises(ConfigError, match=r"theta=0\.5"):
         Memory.open(
             tmp_path / "m.db",
             "test",
