@@ -39,9 +39,11 @@ class Settings:
     """
 
     chunk_tokens: int = 200  # word/punctuation tokens per chunk; fits MiniLM's 256 word pieces
-    alpha: float = 0.6  # weight of cosine vs positional proximity in the composite score
-    sigma: float = 1.0  # Gaussian decay of proximity, in chunk positions
-    theta: float = 0.6  # minimum composite score for an edge
+    # CAM's release uses alpha=0.6, sigma=1.0, theta=0.6 (tuned for OpenAI embeddings);
+    # with MiniLM that isolates half the chunks of a book (docs/defaults.md).
+    alpha: float = 0.7  # weight of cosine vs positional proximity in the composite score
+    sigma: float = 2.0  # Gaussian decay of proximity, in chunk positions
+    theta: float = 0.5  # minimum composite score for an edge
     k: int = 10  # edges kept per new chunk (top-k by score)
     candidate_k: int = 50  # vector top-K candidates scored exactly per new chunk
     max_cluster_size: int = 12  # larger clusters are split by Leiden

@@ -6,9 +6,9 @@ import sys
 from typing import Any
 
 import click
-from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
 
 from cam_engine import Settings
+from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
 from cam_engine.engine.reports import BatchReport, IngestError
 from cam_engine.errors import CamError
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
 
 

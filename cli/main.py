@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 
 import click
+
+from cam_engine import __version__
 from cam_engine.cli.bench import bench
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
-
-from cam_engine import __version__
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,3 +32,7 @@ cli.add_command(ingest)
 cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(bench)
+
+
+if __name__ == "__main__":
+    cli()

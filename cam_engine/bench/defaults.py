@@ -411,7 +411,7 @@ def sweep_table(sweep: list[tuple[float, dict[str, NetworkRow]]]) -> str:
     rows = []
     for bar, by_corpus in sweep:
         first = by_corpus[names[0]]
-        row: list[object] = [f"{bar:.2f}", f"{first.theta:.3f}"]
+        row: list[object] = [f"{bar:.3g}", f"{first.theta:.3f}"]
         for name in names:
             r = by_corpus[name]
             row += [_pct(r.isolated), f"{r.mean_degree:.1f}"]

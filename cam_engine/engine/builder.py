@@ -7,8 +7,7 @@ changed to the level above:
 1. re-split the affected nodes into replicas (ego-splitting),
 2. propagate labels from the affected replicas (the ripple is capped),
 3. keep changed clusters connected and small, re-summarize the clusters whose
-   membership (or a member's text) changed, drop vanished ones, and relink the
-   summaries of the next level.
+   membership changed, drop vanished ones, and relink the summaries of the next level.
 
 It stops at ``max_levels`` or at a level whose clusters no longer shrink it.
 Everything runs inside one store transaction opened by the caller.
@@ -53,12 +52,12 @@ class LevelChange:
     level: int
     added: set[str] = field(default_factory=set)
     removed: set[str] = field(default_factory=set)
-    changed_edges: set[EdgeKey] = field(default_factory=set)
-    retexted: set[str] = field(default_factory=set)  # same node, new text: parents are stale
+    changed_edges: set[EdgeKey] = field(default_factory=set)  # appeared or vanished
+    reweighted: set[EdgeKey] = field(default_factory=set)  # same edge, new weight
     removed_replicas: list[Replica] = field(default_factory=list)  # of removed nodes
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed_edges or self.retexted)
+        return bool(self.added or self.removed or self.changed_edges or self.reweighted)
 
 
 class ReplicaGraph:
@@ -152,10 +151,7 @@ class MemoryBuilder:
             lrep.replicas_touched = len(gone) + len(diff.removed) + len(diff.changed) + len(added)
 
         with self.clock.phase("propagation"):
-            # Affected replicas: those of affected nodes and of their neighbours (whose
-            # replica-graph neighbourhood changed when an affected node was re-split).
-            seed_nodes = affected | {n for a in affected for n in adjacency.get(a, {})}
-            seeds = [r for reps in store.replicas_of(seed_nodes).values() for r in reps]
+            seeds = self._seeds(change, affected, adjacency)
             labels = {r.id: r.label for r in seeds}
             result = propagate(
                 [r.id for r in seeds],
@@ -163,6 +159,8 @@ class MemoryBuilder:
                 self.replica_graph.neighbours,
                 self.replica_graph.labels,
                 max_rounds=self.settings.max_rounds,
+                max_size=self.settings.max_cluster_size,
+                read_sizes=store.label_sizes,
             )
             lrep.propagation_rounds, lrep.propagation_capped = result.rounds, result.capped
             if result.capped:
@@ -178,6 +176,7 @@ class MemoryBuilder:
                 touched.update((old_label, new_label))
             lrep.replicas_touched += len(result.changed)
             lrep.clusters_split, touched = self._split_clusters(level, touched)
+            touched = self._keep_cluster_identity(level, touched)
 
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
         if level + 1 > self.settings.max_levels or n_clusters >= n_nodes:
@@ -190,11 +189,27 @@ class MemoryBuilder:
         with self.clock.phase("summaries"):
             return self._update_summaries(change, touched, lrep, report)
 
+    def _seeds(
+        self, change: LevelChange, affected: set[str], adjacency: dict[str, dict[str, float]]
+    ) -> list[Replica]:
+        """Replicas whose replica-graph neighbourhood changed: all replicas of affected
+        nodes; of each neighbour v of an affected node u, the replica holding u; and the
+        replicas at both ends of a re-weighted edge."""
+        touching = {(v, u) for u in affected for v in adjacency.get(u, {})}
+        touching |= {(a, b) for a, b in change.reweighted} | {(b, a) for a, b in change.reweighted}
+        owners = affected | {v for v, _ in touching}
+        seeds = []
+        for node, replicas in self.store.replicas_of(owners).items():
+            for r in replicas:
+                if node in affected or any((node, m) in touching for m in r.members):
+                    seeds.append(r)
+        return seeds
+
     def _affected(self, change: LevelChange) -> tuple[set[str], dict[str, dict[str, float]]]:
         """Nodes whose ego-network changed, and the adjacency needed to re-split them.
 
-        An edge (x, y) that appeared, vanished or changed weight alters the ego-networks
-        of x, y and of every common neighbour (which sees both).
+        An edge (x, y) that appeared or vanished alters the ego-networks of x, y and of
+        every common neighbour (which sees both). A new weight changes no component.
         """
         store = self.store
         endpoints = {x for key in change.changed_edges for x in key} - change.removed
@@ -242,6 +257,46 @@ class MemoryBuilder:
             touched.update(new_labels)
         return splits, touched
 
+    def _keep_cluster_identity(self, level: int, labels: set[str]) -> set[str]:
+        """Give a cluster born in this batch the label of a cluster that vanished in it
+        when they share most members (Jaccard >= 1/2), best match first.
+
+        Labels are arbitrary: propagation can move a whole cluster to a new label, and a
+        split can hand an old cluster's members a fresh one. Without this, such a
+        cluster's summary would be deleted and written again under a new id (an LLM
+        call, and a removed plus an added node one level up); with it, an unchanged
+        membership costs nothing and a changed one keeps its summary's id.
+        """
+        store = self.store
+        now: dict[str, set[str]] = {}
+        for r in store.replicas_with_labels(labels):
+            now.setdefault(r.label, set()).add(r.node_id)
+        before = store.members_of(summary_id(label) for label in labels)
+        vanished = {
+            label: before[summary_id(label)]
+            for label in labels - now.keys()
+            if summary_id(label) in before
+        }
+        newborn = {label: ms for label, ms in now.items() if summary_id(label) not in before}
+        pairs = sorted(
+            (-len(old & new) / len(old | new), old_label, new_label)
+            for old_label, old in vanished.items()
+            for new_label, new in newborn.items()
+            if 2 * len(old & new) >= len(old | new)
+        )
+        renamed: dict[str, str] = {}
+        for _, old_label, new_label in pairs:
+            if old_label not in renamed.values() and new_label not in renamed:
+                renamed[new_label] = old_label
+        if renamed:
+            store.upsert_replicas(
+                [
+                    Replica(r.id, r.node_id, r.level, renamed[r.label], r.members)
+                    for r in store.replicas_with_labels(renamed)
+                ]
+            )
+        return labels - renamed.keys()
+
     def _drop_levels_above(self, level: int) -> None:
         for upper in range(level + 1, self.settings.max_levels + 2):
             ids = [n.id for n in self.store.nodes_at_level(upper)]
@@ -259,20 +314,12 @@ class MemoryBuilder:
         for r in store.replicas_with_labels(touched):
             members.setdefault(summary_id(r.label), set()).add(r.node_id)
         candidates = {summary_id(label) for label in touched}
-        stale = {p for ps in store.parents_of(change.retexted).values() for p in ps}
-        stored = store.members_of(candidates | stale)
-        existing = store.existing_ids(candidates | stale)
-
+        stored = store.members_of(candidates)
+        existing = store.existing_ids(candidates)
+        # Only a cluster whose membership changed is re-summarized (an LLM call each);
+        # a summary's text is not refreshed when a member's text changes.
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
-        write = sorted(
-            sid
-            for sid, ms in members.items()
-            if sid not in existing or stored.get(sid) != ms or sid in stale
-        )
-        # Parents whose membership is unchanged but one of whose members got new text.
-        write += sorted(stale - set(write) - set(vanished) - candidates)
-        for sid in stale - candidates:
-            members[sid] = stored.get(sid, set())
+        write = sorted(sid for sid, ms in members.items() if stored.get(sid) != ms)
 
         if vanished:
             up.changed_edges |= {e.key for e in store.edges_of(vanished)}
@@ -282,17 +329,19 @@ class MemoryBuilder:
         if write:
             self._write_summaries(level + 1, write, members, report)
         up.added = {sid for sid in write if sid not in existing}
-        up.retexted = set(write) - up.added
         lrep.clusters_changed = len(write) + len(vanished)
         lrep.summaries_written = len(write)
         lrep.summaries_removed = len(vanished)
 
         # Relink: summaries whose membership changed, and those holding the ends of a
         # changed edge of this level (a new edge between members links their clusters).
-        moved = {sid for sid in write if stored.get(sid) != members.get(sid)}
+        moved = set(write)
         ends = {x for key in change.changed_edges for x in key}
+        ends |= {x for key in change.reweighted for x in key}
         holders = {p for ps in store.parents_of(ends).values() for p in ps}
-        up.changed_edges |= self._relink(level + 1, (moved | holders) - up.removed)
+        structural, reweighted = self._relink(level + 1, (moved | holders) - up.removed)
+        up.changed_edges |= structural
+        up.reweighted = reweighted - structural
         return up
 
     def _write_summaries(
@@ -331,15 +380,15 @@ class MemoryBuilder:
         for sid in ids:
             store.set_members(sid, level, members[sid])
 
-    def _relink(self, level: int, summaries: set[str]) -> set[EdgeKey]:
-        """Recompute the edges of ``summaries``; returns the keys that changed.
+    def _relink(self, level: int, summaries: set[str]) -> tuple[set[EdgeKey], set[EdgeKey]]:
+        """Recompute the edges of ``summaries``; returns (appeared or vanished, re-weighted).
 
         Two summaries are linked when their clusters share members or an edge of the
         level below joins their members; the weight is the number of shared members
         plus the weights of those joining edges.
         """
         if not summaries:
-            return set()
+            return set(), set()
         store = self.store
         members = store.members_of(summaries)
         all_members = {m for ms in members.values() for m in ms}
@@ -348,6 +397,7 @@ class MemoryBuilder:
         parents = store.parents_of(reach)
         current = store.neighbours(summaries)
         changed: set[EdgeKey] = set()
+        reweighted: set[EdgeKey] = set()
         upserts: list[Edge] = []
         deletes: list[EdgeKey] = []
         for sid in sorted(summaries):
@@ -364,14 +414,14 @@ class MemoryBuilder:
                 if abs(now.get(other, -1.0) - weight) > _WEIGHT_EPSILON:
                     edge = Edge.make(sid, other, level, weight)
                     upserts.append(edge)
-                    changed.add(edge.key)
+                    (reweighted if other in now else changed).add(edge.key)
             for other in now.keys() - weights.keys():
                 key = Edge.make(sid, other, level, 0.0).key
                 deletes.append(key)
                 changed.add(key)
         store.upsert_edges(upserts)
         store.delete_edges(deletes)
-        return changed
+        return changed, reweighted
 
 
 def _located(node: Node) -> Located:

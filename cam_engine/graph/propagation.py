@@ -6,6 +6,11 @@ best, otherwise the smallest label wins, so runs are reproducible. A replica who
 label changed queues its neighbours for the next round. It stops when no label
 changes or after ``max_rounds`` rounds (the ripple cap).
 
+With ``max_size``, propagation is size-constrained: a replica may only join a label
+that holds fewer than ``max_size`` replicas. Without it, propagation keeps re-merging
+the pieces of every cluster that was split for size, and the next split hands them
+new labels: churn that would re-summarize unchanged parts of the memory each batch.
+
 The graph is read through two callables so the store can serve only the part the
 ripple actually reaches.
 """
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 
 NeighbourReader = Callable[[list[str]], Mapping[str, Mapping[str, float]]]
 LabelReader = Callable[[list[str]], Mapping[str, str]]
+SizeReader = Callable[[list[str]], Mapping[str, int]]
 
 
 @dataclass
@@ -27,7 +33,12 @@ class PropagationResult:
     capped: bool = False  # stopped by max_rounds with replicas still queued
 
 
-def majority_label(current: str, weights: Mapping[str, float]) -> str:
+def majority_label(
+    current: str, weights: Mapping[str, float], full: Callable[[str], bool] = lambda _: False
+) -> str:
+    """The heaviest label among the neighbours' (ties: current, else smallest); labels
+    for which ``full`` is true can be kept but not joined."""
+    weights = {label: w for label, w in weights.items() if label == current or not full(label)}
     if not weights:
         return current
     best = max(weights.values())
@@ -43,9 +54,20 @@ def propagate(
     read_labels: LabelReader,
     *,
     max_rounds: int,
+    max_size: int | None = None,
+    read_sizes: SizeReader | None = None,
 ) -> PropagationResult:
-    """Update ``labels`` in place (asynchronous updates, sorted order within a round)."""
+    """Update ``labels`` in place (asynchronous updates, sorted order within a round).
+
+    ``read_sizes`` gives the number of replicas holding each label (for ``max_size``).
+    """
     result = PropagationResult()
+    constrained = max_size is not None and read_sizes is not None
+    sizes: dict[str, int] = {}
+
+    def full(label: str) -> bool:
+        return constrained and sizes[label] >= max_size  # type: ignore[operator]
+
     adjacency: dict[str, Mapping[str, float]] = {}
     queue = sorted(set(seeds))
     while queue and result.rounds < max_rounds:
@@ -57,6 +79,12 @@ def propagate(
         unknown += [r for r in queue if r not in labels]
         if unknown:
             labels.update(read_labels(unknown))
+        if constrained:
+            seen = {labels[n] for r in queue for n in [r, *adjacency.get(r, {})]}
+            missing_sizes = sorted(seen - sizes.keys())
+            if missing_sizes:
+                counts = read_sizes(missing_sizes)  # type: ignore[misc]
+                sizes.update({label: counts.get(label, 0) for label in missing_sizes})
         next_queue: set[str] = set()
         for replica in queue:
             nbrs = adjacency.get(replica, {})
@@ -66,8 +94,11 @@ def propagate(
                 label = labels[other]
                 weights[label] = weights.get(label, 0.0) + weight
             old = labels[replica]
-            new = majority_label(old, weights)
+            new = majority_label(old, weights, full)
             if new != old:
+                if constrained:
+                    sizes[old] -= 1
+                    sizes[new] += 1
                 labels[replica] = new
                 first = result.changed.get(replica, (old, new))[0]
                 result.changed[replica] = (first, new)

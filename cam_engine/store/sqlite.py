@@ -405,6 +405,15 @@ class SqliteStore:
             f"DELETE FROM replicas WHERE memory = ? AND id IN {_IDS}", (self._memory, _ids(ids))
         )
 
+    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
+        rows = self._q(
+            f"SELECT label, COUNT(*) FROM replicas WHERE memory = ? AND label IN {_IDS} "
+            "GROUP BY label",
+            self._memory,
+            _ids(labels),
+        )
+        return {label: count for label, count in rows}
+
     def count_labels(self, level: int) -> int:
         rows = self._q(
             "SELECT COUNT(DISTINCT label) FROM replicas WHERE memory = ? AND level = ?",

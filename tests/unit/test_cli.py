@@ -1,0 +1,161 @@
+"""The ``cam`` command through click's runner, with the model-free hashing embedder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from cam_engine.cli.main import cli
+from tests.conftest import shared_file
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> dict[str, str]:
+    return {"CAM_STORE": str(tmp_path / "cli.db"), "CAM_EMBED_MODEL": "hashing:64"}
+
+
+@pytest.fixture()
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "gap.txt"
+    path.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:8000])
+    return path
+
+
+def run(env: dict[str, str], *args: str, input: str | None = None) -> click.testing.Result:
+    return CliRunner().invoke(cli, list(args), env=env, input=input, catch_exceptions=False)
+
+
+def stats(env: dict[str, str], *extra: str) -> dict:
+    result = run(env, "stats", "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_every_command_has_help() -> None:
+    def walk(group: click.Group, prefix: list[str]) -> list[list[str]]:
+        paths = []
+        for name, command in group.commands.items():
+            paths.append([*prefix, name])
+            if isinstance(command, click.Group):
+                paths.extend(walk(command, [*prefix, name]))
+        return paths
+
+    for path in walk(cli, []):
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0
+        command = cli
+        for name in path:
+            command = command.commands[name]  # type: ignore[attr-defined]
+        assert command.help, f"cam {' '.join(path)} has no help text"
+
+
+def test_ingest_json_reports_each_batch(env: dict[str, str], text_file: Path) -> None:
+    result = run(env, "ingest", str(text_file), "--batch-size", "4", "--json", "--theta", "0.3")
+    assert result.exit_code == 0, result.output
+    batches = [json.loads(line) for line in result.output.splitlines()]
+    assert len(batches) >= 2
+    for batch in batches:
+        for key in (
+            "chunks_added",
+            "edges_added",
+            "replicas_touched",
+            "clusters_changed",
+            "summaries_written",
+            "llm_calls",
+        ):
+            assert key in batch
+        assert set(batch["seconds"]) >= {
+            "chunk",
+            "embed",
+            "edges",
+            "replicas",
+            "propagation",
+            "summaries",
+            "store",
+        }
+        assert batch["summarizer"] == "extractive"
+    data = stats(env)
+    assert data["levels"][0]["nodes"] == sum(b["chunks_added"] for b in batches)
+    assert data["documents"] == 1 and data["settings"]["theta"] == 0.3
+
+
+def test_reingest_and_stdin(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3")
+    before = stats(env)
+    again = run(env, "ingest", str(text_file), "--json")
+    assert all(json.loads(line)["chunks_added"] == 0 for line in again.output.splitlines())
+    assert stats(env) == before
+    piped = run(env, "ingest", "-", "--document", "piped", input=text_file.read_text())
+    assert piped.exit_code == 0
+    assert stats(env)["documents"] == 2
+
+
+def test_bad_files_are_skipped_with_one_line_errors(
+    env: dict[str, str], tmp_path: Path, text_file: Path
+) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3")
+    before = stats(env)
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "binary.bin").write_bytes(b"\x00\x01\x02abc")
+    (tmp_path / "latin1.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    for name, reason in (
+        ("empty.txt", "empty"),
+        ("binary.bin", "binary"),
+        ("latin1.txt", "not valid UTF-8"),
+        ("missing.txt", "no such file"),
+    ):
+        result = CliRunner().invoke(cli, ["ingest", str(tmp_path / name)], env=env)
+        assert result.exit_code == 1
+        errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and name in errors[0] and reason in errors[0]
+    assert stats(env) == before
+
+
+def test_bad_settings_name_the_valid_range(env: dict[str, str], text_file: Path) -> None:
+    for args, expected in (
+        (["--theta", "1.5"], "[0, 1]"),
+        (["--k", "0"], "[1, 1000]"),
+        (["--batch-size", "0"], ">= 1"),
+        (["--sigma", "-1"], "positive"),
+    ):
+        result = CliRunner().invoke(cli, ["ingest", str(text_file), *args], env=env)
+        assert result.exit_code == 2, result.output
+        assert expected in result.output
+    assert not Path(env["CAM_STORE"]).exists() or stats(env)["levels"] == []
+
+
+def test_show_stats_and_rebuild(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
+    data = stats(env)
+    top = data["levels"][-1]["level"]
+    assert top >= 1
+    text = run(env, "stats").output
+    assert "overlap" in text and data["store"] in text
+    rebuilt = run(env, "ingest", "--rebuild")
+    assert rebuilt.exit_code == 0 and "rebuilt" in rebuilt.output
+    after = stats(env)
+    assert after["levels"][0] == data["levels"][0]
+    # show a summary of the second level and follow it down to a chunk
+    import sqlite3
+
+    with sqlite3.connect(env["CAM_STORE"]) as conn:
+        (summary,) = conn.execute("SELECT id FROM nodes WHERE level = 1 LIMIT 1").fetchone()
+    shown = json.loads(run(env, "show", summary, "--json").output)
+    assert shown["level"] == 1 and shown["children"]
+    child = json.loads(run(env, "show", shown["children"][0], "--json").output)
+    assert child["level"] == 0 and summary in child["parents"]
+    assert "extractive" in run(env, "show", summary).output
+    missing = CliRunner().invoke(cli, ["show", "nope"], env=env)
+    assert missing.exit_code == 1 and "no node 'nope'" in missing.output
+
+
+def test_named_memories_are_separate(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--memory", "one", "--theta", "0.3")
+    assert stats(env, "--memory", "one")["documents"] == 1
+    assert stats(env, "--memory", "two")["documents"] == 0
+    bad = CliRunner().invoke(cli, ["stats", "--memory", "no spaces"], env=env)
+    assert bad.exit_code == 1 and "invalid memory name" in bad.output
