@@ -230,13 +230,16 @@ class MemoryBuilder:
         by_label: dict[str, list[Replica]] = {}
         for r in self.store.replicas_with_labels(labels):
             by_label.setdefault(r.label, []).append(r)
+        # One read for the replica edges of every touched cluster.
+        graph = self.replica_graph.edges_of(
+            [r for replicas in by_label.values() if len(replicas) > 1 for r in replicas]
+        )
         touched = set(labels)
         splits = 0
         for label in sorted(by_label):
             replicas = by_label[label]
             if len(replicas) == 1:
                 continue
-            graph = self.replica_graph.edges_of(replicas)
             pieces = split_cluster(
                 [r.id for r in replicas],
                 graph,
