@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cam_engine import Settings
+from cam_engine import Environment, Settings
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
 from cam_engine.engine.reports import BatchReport, IngestError
 from cam_engine.errors import CamError
@@ -20,6 +20,7 @@ _SETTING_OPTIONS = {
     "k": int,
     "max_cluster_size": int,
     "max_levels": int,
+    "embed_model": str,
 }
 
 
@@ -27,6 +28,9 @@ def _settings(values: dict[str, Any]) -> Settings | None:
     given = {k: v for k, v in values.items() if v is not None}
     if not given:
         return None
+    model = Environment.from_env().embed_model
+    if model and "embed_model" not in given:
+        given["embed_model"] = model
     try:
         return Settings(**given)
     except CamError as exc:
@@ -89,6 +93,11 @@ class _Progress:
 @click.option("--k", type=int, help="New memory: edges kept per chunk [1, 1000].")
 @click.option("--max-cluster-size", type=int, help="New memory: largest cluster [2, 10000].")
 @click.option("--max-levels", type=int, help="New memory: summary levels [0, 50].")
+@click.option(
+    "--embed-model",
+    help="New memory: sentence-transformers model name or path (default all-MiniLM-L6-v2, "
+    "bundled; or $CAM_EMBED_MODEL).",
+)
 @json_option
 def ingest(
     paths: tuple[str, ...],

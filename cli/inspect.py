@@ -29,6 +29,8 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         f"overlap: {data['overlap']:.1%} of chunks belong to 2+ clusters "
         f"({data['nodes_in_two_or_more_clusters']})"
     )
+    backends = ", ".join(f"{n} by {b}" for b, n in data["summaries_by_backend"].items())
+    click.echo(f"summaries: {backends or 'none yet'}")
     settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
     click.echo(f"settings: {settings}")
 

@@ -486,6 +486,13 @@ class SqliteStore:
             m,
         )[0][0]
         documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
+        backends = dict(
+            self._q(
+                "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
+                "WHERE memory = ? AND level > 0 GROUP BY 1",
+                m,
+            )
+        )
         levels = sorted(set(nodes) | set(edges))
         return {
             "documents": documents,
@@ -500,6 +507,7 @@ class SqliteStore:
                 for lv in levels
             ],
             "overlap": (in_two / nodes[0]) if nodes.get(0) else 0.0,
+            "summaries_by_backend": backends,
             "nodes_in_two_or_more_clusters": in_two,
         }
 
