@@ -231,6 +231,7 @@ class Memory:
                 for c, vector in zip(new, vectors, strict=True)
             ]
             builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+            store.prepare(int(vectors.shape[1]))
             with store.transaction():
                 self._save_settings_once(store)
                 known = store.get_document(record.id)
@@ -258,6 +259,7 @@ class Memory:
         store = TimedStore(self.store, clock)
         report = BatchReport(None, 0, summarizer=self.summarizer.backend)
         builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+        store.prepare(self.embedder.dim)
         with store.transaction():
             store.clear(keep_chunks=True)
             chunks = list(store.nodes_at_level(0, embeddings=True))

@@ -112,8 +112,11 @@ class MemoryBuilder:
         new_ids = {c.id for c in chunks}
         vectors = np.stack([c.embedding for c in chunks if c.embedding is not None])
         pool_ids: set[str] = set()
-        for row in self.store.nearest(0, vectors, s.candidate_k):
-            pool_ids.update(node_id for node_id, _ in row)
+        # The new chunks are stored already; ask for enough hits to keep candidate_k
+        # older ones whether or not a store's index sees this transaction's writes.
+        for row in self.store.nearest(0, vectors, s.candidate_k + len(chunks)):
+            older = [node_id for node_id, _ in row if node_id not in new_ids]
+            pool_ids.update(older[: s.candidate_k])
         pool = list(self.store.get_nodes(pool_ids - new_ids, embeddings=True).values())
         radius = window_radius(s.sigma)
         by_doc: dict[str, set[int]] = {}

@@ -84,6 +84,9 @@ class SqliteStore:
     def close(self) -> None:
         self._conn.close()
 
+    def prepare(self, dimensions: int) -> None:
+        """Nothing to prepare: the schema is created by migrations on open."""
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         if self._in_transaction:
@@ -141,6 +144,7 @@ class SqliteStore:
         else:
             self._conn.execute("DELETE FROM nodes WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
+            self._conn.execute("DELETE FROM memories WHERE name = ?", (m,))
         self._vectors.clear()
 
     # --- documents ------------------------------------------------------------------------

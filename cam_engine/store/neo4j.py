@@ -1,0 +1,395 @@
+"""The Neo4j store: the same ``GraphStore`` verbs, answered by the Cypher files in
+``cypher/`` (one parameterized query per verb, sets of ids passed as lists).
+
+Graph model (docs/graph-model.md): ``(:Chunk:MemoryNode)`` and ``(:Summary:MemoryNode)``
+with ``level``, ``text`` and ``embedding``; ``[:SIMILAR]`` edges at level 0 and
+``[:LINKED]`` above; ``[:SUMMARIZES]`` from a summary to each member; ``(:Replica)``
+nodes ``[:REPLICA_OF]`` a memory node, carrying the cluster ``label``; ``[:NEXT]``
+between consecutive chunks and ``(:Document)-[:HAS_CHUNK]->`` for browsing. Every
+node carries ``memory``, so one database holds several memories.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from cam_engine.config import validate_memory_name
+from cam_engine.errors import StoreError
+from cam_engine.store.base import DocumentRecord
+from cam_engine.store.cypher import check_identifier, load_query, statements
+from cam_engine.types import CHUNK, Edge, Node, Replica
+
+logger = logging.getLogger(__name__)
+
+VECTOR_INDEX = "cam_embedding"
+# The vector index is shared by every memory in the database, so a top-k query asks it
+# for more hits than k and filters them; this many per requested hit, at least.
+_OVERSAMPLE = 4
+_MIN_CANDIDATES = 100
+
+
+class Neo4jStore:
+    def __init__(self, driver: Any, uri: str, memory: str, database: str | None) -> None:
+        self._driver = driver
+        self._uri = uri
+        self._memory = validate_memory_name(memory)
+        self._database = database
+        self._tx: Any = None
+        self._session: Any = None
+        self._schema_dimensions: int | None = None
+
+    @classmethod
+    def connect(
+        cls,
+        uri: str,
+        memory: str,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        database: str | None = None,
+    ) -> Neo4jStore:
+        """Connect and check the server answers; credentials default to CAM_NEO4J_*."""
+        import neo4j
+
+        user = user or os.environ.get("CAM_NEO4J_USER") or "neo4j"
+        password = password if password is not None else os.environ.get("CAM_NEO4J_PASSWORD")
+        database = database or os.environ.get("CAM_NEO4J_DATABASE") or None
+        auth = (user, password) if password else None
+        try:
+            driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+            driver.verify_connectivity()
+        except neo4j.exceptions.AuthError as exc:
+            raise StoreError(f"Neo4j at {uri} refused the credentials (user {user!r})") from exc
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError, ValueError) as exc:
+            raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from exc
+        return cls(driver, uri, memory, database)
+
+    # --- plumbing ------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        return self._uri + (f" (database {self._database})" if self._database else "")
+
+    @property
+    def memory(self) -> str:
+        return self._memory
+
+    def close(self) -> None:
+        self._driver.close()
+
+    def _run(self, query_name: str, **params: Any) -> list[dict[str, Any]]:
+        import neo4j
+
+        params.setdefault("memory", self._memory)
+        query = load_query(query_name)
+        try:
+            if self._tx is not None:
+                return self._tx.run(query, params).data()  # type: ignore[no-any-return]
+            with self._driver.session(database=self._database) as session:
+                return session.run(query, params).data()  # type: ignore[no-any-return]
+        except neo4j.exceptions.ServiceUnavailable as exc:
+            raise StoreError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+            raise StoreError(f"Neo4j at {self._uri}: {query_name}: {_first_line(exc)}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        import neo4j
+
+        if self._tx is not None:
+            raise StoreError("nested transactions are not supported")
+        try:
+            self._session = self._driver.session(database=self._database)
+            self._tx = self._session.begin_transaction()
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+            self._close_session()
+            raise StoreError(f"cannot reach Neo4j at {self._uri}: {_first_line(exc)}") from exc
+        try:
+            yield
+        except BaseException:
+            try:
+                self._tx.rollback()
+            except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError):
+                logger.warning("rollback failed; the server discards the open transaction")
+            raise
+        else:
+            try:
+                self._tx.commit()
+            except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+                raise StoreError(
+                    f"Neo4j at {self._uri} did not commit the batch: {_first_line(exc)}"
+                ) from exc
+        finally:
+            self._close_session()
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+        self._session, self._tx = None, None
+
+    def prepare(self, dimensions: int) -> None:
+        """Constraints and indexes, created if missing. Schema changes cannot share a
+        transaction with data, so this runs before a batch's transaction opens."""
+        if self._schema_dimensions == dimensions:
+            return
+        if self._tx is not None:
+            raise StoreError("the schema must be prepared before a transaction")
+        params = {
+            "vector_index": check_identifier(VECTOR_INDEX, "index name"),
+            "dimensions": dimensions,
+        }
+        with self._driver.session(database=self._database) as session:
+            for statement in statements("schema"):
+                session.run(statement, params).consume()
+            session.run("CALL db.awaitIndexes(300)").consume()
+        self._schema_dimensions = dimensions
+
+    # --- memory-wide state --------------------------------------------------------------
+    def load_settings(self) -> dict[str, Any] | None:
+        rows = self._run("load_settings")
+        return json.loads(rows[0]["settings"]) if rows and rows[0]["settings"] else None
+
+    def save_settings(self, settings: Mapping[str, Any]) -> None:
+        self._run("save_settings", settings=json.dumps(dict(settings), sort_keys=True))
+
+    def allocate_labels(self, level: int, count: int) -> list[str]:
+        start = self._run("allocate_labels", name=f"label:{level}", count=count)[0]["start"]
+        return [f"{level}.{n}" for n in range(start, start + count)]
+
+    def clear(self, keep_chunks: bool) -> None:
+        self._run("clear_derived_tx" if keep_chunks else "clear_all")
+
+    # --- documents -------------------------------------------------------------------------
+    def get_document(self, doc_id: str) -> DocumentRecord | None:
+        rows = self._run("get_document", id=doc_id)
+        return DocumentRecord(**rows[0]) if rows else None
+
+    def upsert_document(self, document: DocumentRecord) -> None:
+        self._run(
+            "upsert_document",
+            id=document.id,
+            source=document.source,
+            sha256=document.sha256,
+            chunks=document.chunks,
+        )
+
+    def documents(self) -> list[DocumentRecord]:
+        return [DocumentRecord(**row) for row in self._run("documents")]
+
+    # --- nodes ---------------------------------------------------------------------------
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        return {row["id"] for row in self._run("existing_ids", ids=sorted(set(ids)))}
+
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        rows = [
+            {
+                "id": n.id,
+                "level": n.level,
+                "kind": n.kind,
+                "doc_id": n.doc_id,
+                "position": n.position,
+                "text": n.text,
+                "embedding": None if n.embedding is None else [float(x) for x in n.embedding],
+                "props": json.dumps(n.props, sort_keys=True),
+                "backend": n.props.get("backend"),
+            }
+            for n in nodes
+        ]
+        chunks = [r for r in rows if r["kind"] == CHUNK]
+        summaries = [r for r in rows if r["kind"] != CHUNK]
+        if chunks:
+            self._run("upsert_chunks", rows=chunks)
+        if summaries:
+            self._run("upsert_summaries", rows=summaries)
+
+    def delete_nodes(self, ids: Iterable[str]) -> None:
+        self._run("delete_nodes", ids=sorted(set(ids)))
+
+    def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
+        rows = self._run("get_nodes", ids=sorted(set(ids)), embeddings=embeddings)
+        return {row["id"]: _node(row) for row in rows}
+
+    def nodes_at_level(self, level: int, *, embeddings: bool = False) -> Iterator[Node]:
+        for row in self._run("nodes_at_level", level=level, embeddings=embeddings):
+            yield _node(row)
+
+    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
+        rows = self._run("chunks_near", doc_id=doc_id, positions=sorted(set(positions)))
+        return [_node(row) for row in rows]
+
+    def nearest(
+        self, level: int | None, vectors: np.ndarray, k: int
+    ) -> list[list[tuple[str, float]]]:
+        queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if not len(queries) or not self._has_vector_index():
+            return [[] for _ in range(len(queries))]
+        rows = self._run(
+            "nearest",
+            vector_index=check_identifier(VECTOR_INDEX, "index name"),
+            level=level,
+            vectors=[[float(x) for x in q] for q in queries],
+            candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
+            k=k,
+        )
+        hits: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+        for row in rows:
+            hits[row["row"]] = [(node_id, float(cos)) for node_id, cos in row["hits"]]
+        return hits
+
+    def _has_vector_index(self) -> bool:
+        if self._schema_dimensions is not None:
+            return True
+        with self._driver.session(database=self._database) as session:
+            found = session.run(
+                "SHOW INDEXES YIELD name WHERE name = $name RETURN name", name=VECTOR_INDEX
+            ).data()
+        return bool(found)
+
+    def levels(self) -> list[int]:
+        return [row["level"] for row in self._run("levels")]
+
+    def count_nodes(self, level: int) -> int:
+        return int(self._run("count_nodes", level=level)[0]["count"])
+
+    # --- edges -------------------------------------------------------------------------------
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        if edges:
+            self._run(
+                "upsert_edges",
+                rows=[
+                    {
+                        "src": e.src,
+                        "dst": e.dst,
+                        "level": e.level,
+                        "score": e.score,
+                        "cosine": e.cosine,
+                        "proximity": e.proximity,
+                    }
+                    for e in edges
+                ],
+            )
+
+    def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
+        pairs = [[a, b] if a < b else [b, a] for a, b in keys]
+        if pairs:
+            self._run("delete_edges", pairs=pairs)
+
+    def neighbours(self, ids: Iterable[str]) -> dict[str, dict[str, float]]:
+        wanted = sorted(set(ids))
+        result: dict[str, dict[str, float]] = {i: {} for i in wanted}
+        for row in self._run("neighbours", ids=wanted):
+            result[row["id"]][row["other"]] = row["score"]
+        return result
+
+    def edges_of(self, ids: Iterable[str]) -> list[Edge]:
+        return [Edge(**row) for row in self._run("edges_of", ids=sorted(set(ids)))]
+
+    # --- replicas ------------------------------------------------------------------------------
+    def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]:
+        result: dict[str, list[Replica]] = {}
+        for row in self._run("replicas_of", ids=sorted(set(node_ids))):
+            result.setdefault(row["node_id"], []).append(_replica(row))
+        return result
+
+    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
+        rows = self._run("replicas_by_id", ids=sorted(set(ids)))
+        return {row["id"]: _replica(row) for row in rows}
+
+    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
+        rows = self._run("replicas_with_labels", labels=sorted(set(labels)))
+        return [_replica(row) for row in rows]
+
+    def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
+        if replicas:
+            self._run(
+                "upsert_replicas",
+                rows=[
+                    {
+                        "id": r.id,
+                        "node_id": r.node_id,
+                        "level": r.level,
+                        "label": r.label,
+                        "members": sorted(r.members),
+                    }
+                    for r in replicas
+                ],
+            )
+
+    def delete_replicas(self, ids: Iterable[str]) -> None:
+        wanted = sorted(set(ids))
+        if wanted:
+            self._run("delete_replicas", ids=wanted)
+
+    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
+        rows = self._run("label_sizes", labels=sorted(set(labels)))
+        return {row["label"]: int(row["size"]) for row in rows}
+
+    def count_labels(self, level: int) -> int:
+        return int(self._run("count_labels", level=level)[0]["count"])
+
+    def labels_at_level(self, level: int) -> list[str]:
+        return [row["label"] for row in self._run("labels_at_level", level=level)]
+
+    # --- hierarchy ------------------------------------------------------------------------------
+    def set_members(self, summary_id: str, level: int, member_ids: Iterable[str]) -> None:
+        self._run("set_members", summary_id=summary_id, members=sorted(set(member_ids)))
+
+    def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
+        result: dict[str, set[str]] = {}
+        for row in self._run("members_of", ids=sorted(set(summary_ids))):
+            result.setdefault(row["summary_id"], set()).add(row["member_id"])
+        return result
+
+    def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
+        result: dict[str, set[str]] = {}
+        for row in self._run("parents_of", ids=sorted(set(node_ids))):
+            result.setdefault(row["member_id"], set()).add(row["summary_id"])
+        return result
+
+    # --- reporting ------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        levels = [
+            {k: int(row[k]) for k in ("level", "nodes", "edges", "replicas", "clusters")}
+            for row in self._run("stats")
+        ]
+        memory_wide = self._run("stats_memory")[0]
+        backends = {row["backend"]: int(row["summaries"]) for row in self._run("stats_backends")}
+        chunks = levels[0]["nodes"] if levels and levels[0]["level"] == 0 else 0
+        in_two = int(memory_wide["in_two"])
+        return {
+            "documents": int(memory_wide["documents"]),
+            "levels": levels,
+            "overlap": in_two / chunks if chunks else 0.0,
+            "nodes_in_two_or_more_clusters": in_two,
+            "summaries_by_backend": backends,
+        }
+
+
+def _node(row: Mapping[str, Any]) -> Node:
+    embedding = row.get("embedding")
+    return Node(
+        id=row["id"],
+        level=int(row["level"]),
+        kind=row["kind"],
+        text=row["text"],
+        doc_id=row["doc_id"],
+        position=row["position"],
+        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        props=json.loads(row["props"]) if row.get("props") else {},
+    )
+
+
+def _replica(row: Mapping[str, Any]) -> Replica:
+    members = frozenset(row["members"])
+    return Replica(row["id"], row["node_id"], int(row["level"]), row["label"], members)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,4 @@
+// params: $memory
+MATCH (d:Document {memory: $memory})
+RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks
+ORDER BY d.id

@@ -1,0 +1,4 @@
+// params: $memory, $labels
+UNWIND $labels AS label
+MATCH (r:Replica {memory: $memory, label: label})
+RETURN label, count(r) AS size

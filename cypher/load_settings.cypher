@@ -1,0 +1,3 @@
+// params: $memory
+MATCH (m:Memory {name: $memory})
+RETURN m.settings AS settings

@@ -1,0 +1,15 @@
+// Schema, created idempotently. One statement per block; blocks are split on ';'.
+// params: $vector_index, $dimensions
+CREATE CONSTRAINT cam_memory_name IF NOT EXISTS FOR (m:Memory) REQUIRE m.name IS UNIQUE;
+CREATE CONSTRAINT cam_node_id IF NOT EXISTS FOR (n:MemoryNode) REQUIRE (n.memory, n.id) IS UNIQUE;
+CREATE CONSTRAINT cam_document_id IF NOT EXISTS FOR (d:Document) REQUIRE (d.memory, d.id) IS UNIQUE;
+CREATE CONSTRAINT cam_replica_id IF NOT EXISTS FOR (r:Replica) REQUIRE (r.memory, r.id) IS UNIQUE;
+CREATE CONSTRAINT cam_counter_name IF NOT EXISTS FOR (c:Counter) REQUIRE (c.memory, c.name) IS UNIQUE;
+CREATE INDEX cam_node_level IF NOT EXISTS FOR (n:MemoryNode) ON (n.memory, n.level);
+CREATE INDEX cam_chunk_position IF NOT EXISTS FOR (n:Chunk) ON (n.memory, n.doc_id, n.position);
+CREATE INDEX cam_replica_label IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.label);
+CREATE INDEX cam_replica_node IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.node_id);
+CREATE INDEX cam_replica_level IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level);
+CREATE FULLTEXT INDEX cam_node_text IF NOT EXISTS FOR (n:MemoryNode) ON EACH [n.text];
+CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:MemoryNode) ON n.embedding
+OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}

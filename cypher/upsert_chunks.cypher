@@ -1,0 +1,15 @@
+// Level-0 nodes, linked to their document and to the previous chunk (NEXT) for browsing.
+// params: $memory, $rows
+UNWIND $rows AS row
+MERGE (n:MemoryNode {memory: $memory, id: row.id})
+SET n:Chunk, n.level = 0, n.kind = row.kind, n.doc_id = row.doc_id,
+    n.position = row.position, n.text = row.text, n.embedding = row.embedding, n.props = row.props
+WITH n, row
+MATCH (d:Document {memory: $memory, id: row.doc_id})
+MERGE (d)-[:HAS_CHUNK]->(n)
+WITH n, row
+OPTIONAL MATCH (prev:Chunk {memory: $memory, doc_id: row.doc_id, position: row.position - 1})
+FOREACH (p IN CASE WHEN prev IS NULL THEN [] ELSE [prev] END | MERGE (p)-[:NEXT]->(n))
+WITH n, row
+OPTIONAL MATCH (next:Chunk {memory: $memory, doc_id: row.doc_id, position: row.position + 1})
+FOREACH (x IN CASE WHEN next IS NULL THEN [] ELSE [next] END | MERGE (n)-[:NEXT]->(x))

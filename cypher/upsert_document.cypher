@@ -1,0 +1,3 @@
+// params: $memory, $id, $source, $sha256, $chunks
+MERGE (d:Document {memory: $memory, id: $id})
+SET d.source = $source, d.sha256 = $sha256, d.chunks = $chunks

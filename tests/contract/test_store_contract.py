@@ -1,0 +1,156 @@
+"""The store contract, run against every store, and the engine on top of each."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cam_engine import Memory, Settings
+from cam_engine.embed import HashingEmbedder
+from cam_engine.store.base import DocumentRecord, GraphStore, open_store
+from cam_engine.types import CHUNK, SUMMARY, Edge, Node, Replica
+from tests.conftest import shared_file
+from tests.invariants import check_memory
+
+EMBEDDER = HashingEmbedder(32)
+
+
+def unit(seed: int) -> np.ndarray:
+    vector = np.random.default_rng(seed).normal(size=32).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def chunk(i: int, doc: str = "d") -> Node:
+    return Node(f"c{i}", 0, CHUNK, f"text {i}", doc, i, unit(i), {"start_char": i})
+
+
+@pytest.fixture()
+def store(store_location: str, memory_name: str) -> GraphStore:
+    s = open_store(store_location, memory_name)
+    s.prepare(32)
+    yield s
+    s.close()
+
+
+def seed_graph(store: GraphStore) -> None:
+    with store.transaction():
+        store.upsert_document(DocumentRecord("d", "d.txt", "abc", 4))
+        store.upsert_nodes([chunk(i) for i in range(4)])
+        store.upsert_edges(
+            [
+                Edge.make("c0", "c1", 0, 0.9, cosine=0.8, proximity=1.0),
+                Edge.make("c2", "c1", 0, 0.7, cosine=0.6, proximity=0.9),
+            ]
+        )
+
+
+def test_documents_and_settings_round_trip(store: GraphStore) -> None:
+    assert store.load_settings() is None and store.get_document("d") is None
+    with store.transaction():
+        store.save_settings({"theta": 0.5})
+        store.upsert_document(DocumentRecord("d", "d.txt", "abc", 3))
+    assert store.load_settings() == {"theta": 0.5}
+    assert store.get_document("d") == DocumentRecord("d", "d.txt", "abc", 3)
+    assert store.documents() == [DocumentRecord("d", "d.txt", "abc", 3)]
+
+
+def test_nodes_edges_and_neighbours(store: GraphStore) -> None:
+    seed_graph(store)
+    assert store.existing_ids(["c0", "c3", "zz"]) == {"c0", "c3"}
+    nodes = store.get_nodes(["c1", "c3"], embeddings=True)
+    assert nodes["c1"].text == "text 1" and nodes["c1"].position == 1
+    assert nodes["c1"].props == {"start_char": 1}
+    np.testing.assert_allclose(nodes["c1"].embedding, unit(1), rtol=1e-6)
+    assert store.get_nodes(["c1"])["c1"].embedding is None
+    assert store.neighbours(["c1", "c3"]) == {"c1": {"c0": 0.9, "c2": 0.7}, "c3": {}}
+    assert {e.key for e in store.edges_of(["c0"])} == {("c0", "c1")}
+    assert [n.id for n in store.nodes_at_level(0)] == ["c0", "c1", "c2", "c3"]
+    assert {n.id for n in store.chunks_near("d", [2, 3, 9])} == {"c2", "c3"}
+    assert store.count_nodes(0) == 4 and store.count_nodes(1) == 0
+    with store.transaction():
+        store.delete_edges([("c1", "c0")])
+    assert store.neighbours(["c0"]) == {"c0": {}}
+
+
+def test_nearest_finds_exact_neighbours(store: GraphStore) -> None:
+    seed_graph(store)
+    hits = store.nearest(0, np.stack([unit(2), unit(0)]), 2)
+    assert [h[0][0] for h in hits] == ["c2", "c0"]
+    assert hits[0][0][1] == pytest.approx(1.0, abs=1e-3)  # Neo4j scores in float32
+    assert all(len(h) == 2 for h in hits)
+
+
+def test_replicas_labels_and_membership(store: GraphStore) -> None:
+    seed_graph(store)
+    with store.transaction():
+        labels = store.allocate_labels(0, 2)
+        store.upsert_replicas(
+            [
+                Replica("c1/r0", "c1", 0, labels[0], frozenset({"c0"})),
+                Replica("c1/r1", "c1", 0, labels[1], frozenset({"c2"})),
+                Replica("c0/r0", "c0", 0, labels[0], frozenset({"c1"})),
+            ]
+        )
+        summary = Node("s1-0", 1, SUMMARY, "summary", None, 0.5, unit(9), {"backend": "extractive"})
+        store.upsert_nodes([summary])
+        store.set_members("s1-0", 1, ["c0", "c1"])
+    assert store.allocate_labels(0, 1) == ["0.2"]
+    assert [r.id for r in store.replicas_of(["c1"])["c1"]] == ["c1/r0", "c1/r1"]
+    assert store.replicas_by_id(["c0/r0"])["c0/r0"].members == frozenset({"c1"})
+    assert {r.id for r in store.replicas_with_labels([labels[0]])} == {"c1/r0", "c0/r0"}
+    assert store.label_sizes(labels) == {labels[0]: 2, labels[1]: 1}
+    assert store.count_labels(0) == 2 and store.labels_at_level(0) == sorted(labels)
+    assert store.members_of(["s1-0"]) == {"s1-0": {"c0", "c1"}}
+    assert store.parents_of(["c1", "c3"]) == {"c1": {"s1-0"}}
+    stats = store.stats()
+    assert stats["overlap"] == pytest.approx(1 / 4)
+    assert stats["summaries_by_backend"] == {"extractive": 1}
+    with store.transaction():
+        store.delete_nodes(["c1"])
+    assert store.replicas_of(["c1"]) == {} and store.members_of(["s1-0"]) == {"s1-0": {"c0"}}
+    assert store.neighbours(["c0"]) == {"c0": {}}
+
+
+def test_a_failed_transaction_leaves_nothing(store: GraphStore) -> None:
+    seed_graph(store)
+    before = store.stats()
+    with pytest.raises(RuntimeError), store.transaction():
+        store.upsert_nodes([chunk(7)])
+        store.delete_nodes(["c0"])
+        raise RuntimeError("crash in the middle of a batch")
+    assert store.stats() == before
+    assert store.existing_ids(["c0", "c7"]) == {"c0"}
+
+
+def test_the_engine_builds_the_same_memory_on_every_store(
+    store_location: str, memory_name: str
+) -> None:
+    text = shared_file("haystacks/paul_graham/gap.txt").read_text()[:9000]
+    settings = Settings(embed_model=EMBEDDER.name, theta=0.3, chunk_tokens=60)
+    with Memory.open(store_location, memory_name, settings=settings, embedder=EMBEDDER) as m:
+        m.ingest_text(text[:5000], "gap", batch_size=6)
+        m.ingest_text(text[5000:], "gap2", batch_size=6)
+        check_memory(m.store, max_cluster_size=settings.max_cluster_size)
+        stats = m.stats()
+    reference = _reference_stats(text, settings)
+    for key in ("documents", "levels", "overlap", "summaries_by_backend"):
+        assert stats[key] == reference[key], key
+
+
+_REFERENCE: dict[str, dict] = {}
+
+
+def _reference_stats(text: str, settings: Settings) -> dict:
+    """The same ingest on a fresh SQLite store (computed once per session)."""
+    if "stats" not in _REFERENCE:
+        import tempfile
+        from pathlib import Path
+
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            Memory.open(Path(folder) / "ref.db", "ref", settings=settings, embedder=EMBEDDER) as m,
+        ):
+            m.ingest_text(text[:5000], "gap", batch_size=6)
+            m.ingest_text(text[5000:], "gap2", batch_size=6)
+            _REFERENCE["stats"] = m.stats()
+    return _REFERENCE["stats"]
