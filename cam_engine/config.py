@@ -112,17 +112,24 @@ class Environment:
     llm_base_url: str | None
     llm_model: str | None
     llm_api_key: str | None
+    neo4j_user: str = "neo4j"
+    neo4j_password: str | None = None
+    neo4j_database: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
         env = dict(os.environ) if env is None else env
         return cls(
-            store=env.get("CAM_STORE") or str(default_store_path()),
+            # --store beats CAM_STORE, which beats CAM_NEO4J_URI; else the SQLite default
+            store=env.get("CAM_STORE") or env.get("CAM_NEO4J_URI") or str(default_store_path()),
             memory=env.get("CAM_MEMORY") or DEFAULT_MEMORY,
             embed_model=env.get("CAM_EMBED_MODEL") or None,
             llm_base_url=env.get("CAM_LLM_BASE_URL") or None,
             llm_model=env.get("CAM_LLM_MODEL") or None,
             llm_api_key=env.get("CAM_LLM_API_KEY") or env.get("OPENAI_API_KEY") or None,
+            neo4j_user=env.get("CAM_NEO4J_USER") or "neo4j",
+            neo4j_password=env.get("CAM_NEO4J_PASSWORD") or None,
+            neo4j_database=env.get("CAM_NEO4J_DATABASE") or None,
         )
 
     def __repr__(self) -> str:  # never print the key
@@ -130,5 +137,7 @@ class Environment:
         return (
             f"Environment(store={self.store!r}, memory={self.memory!r}, "
             f"embed_model={self.embed_model!r}, llm_base_url={self.llm_base_url!r}, "
-            f"llm_model={self.llm_model!r}, llm_api_key=<{key}>)"
+            f"llm_model={self.llm_model!r}, llm_api_key=<{key}>, "
+            f"neo4j_user={self.neo4j_user!r}, neo4j_password=<"
+            f"{'set' if self.neo4j_password else 'unset'}>, neo4j_database={self.neo4j_database!r})"
         )

@@ -80,7 +80,7 @@ class Memory:
         """
         env = environment or Environment.from_env()
         name = validate_memory_name(name or env.memory)
-        graph = open_store(store or env.store, name) if not _is_store(store) else store
+        graph = open_store(store or env.store, name, env) if not _is_store(store) else store
         assert graph is not None
         stored = graph.load_settings()
         if stored is not None:

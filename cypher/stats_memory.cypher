@@ -1,9 +1,9 @@
 // Memory-wide figures: documents and chunks that belong to 2+ clusters.
 // params: $memory
-CALL {
+CALL () {
   MATCH (d:Document {memory: $memory}) RETURN count(d) AS documents
 }
-CALL {
+CALL () {
   MATCH (r:Replica {memory: $memory, level: 0})
   WITH r.node_id AS node, count(DISTINCT r.label) AS clusters
   WHERE clusters >= 2

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from cam_engine.config import Environment
 from cam_engine.types import Edge, Node, Replica
 
 
@@ -95,13 +96,29 @@ class GraphStore(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
-def open_store(location: str | Path, memory: str) -> GraphStore:
-    """A store for a location: ``neo4j://`` / ``bolt://`` URIs or a SQLite file path."""
-    text = str(location)
-    if text.split("://", 1)[0] in {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}:
-        from cam_engine.store.neo4j import Neo4jStore  # type: ignore[import-not-found]
+NEO4J_SCHEMES = {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
 
-        return Neo4jStore.connect(text, memory)  # type: ignore[no-any-return]
+
+def open_store(
+    location: str | Path, memory: str, environment: Environment | None = None
+) -> GraphStore:
+    """A store for a location: ``neo4j://`` / ``bolt://`` URIs or a SQLite file path.
+
+    Neo4j credentials and database come from ``environment`` (CAM_NEO4J_USER,
+    CAM_NEO4J_PASSWORD, CAM_NEO4J_DATABASE).
+    """
+    text = str(location)
+    if text.split("://", 1)[0] in NEO4J_SCHEMES:
+        from cam_engine.store.neo4j import Neo4jStore
+
+        env = environment or Environment.from_env()
+        return Neo4jStore.connect(
+            text,
+            memory,
+            user=env.neo4j_user,
+            password=env.neo4j_password,
+            database=env.neo4j_database,
+        )
     from cam_engine.store.sqlite import SqliteStore
 
     return SqliteStore(Path(text), memory)

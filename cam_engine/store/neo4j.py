@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -51,16 +50,13 @@ class Neo4jStore:
         uri: str,
         memory: str,
         *,
-        user: str | None = None,
+        user: str = "neo4j",
         password: str | None = None,
         database: str | None = None,
     ) -> Neo4jStore:
-        """Connect and check the server answers; credentials default to CAM_NEO4J_*."""
+        """Connect and check that the server answers (no password: auth disabled)."""
         import neo4j
 
-        user = user or os.environ.get("CAM_NEO4J_USER") or "neo4j"
-        password = password if password is not None else os.environ.get("CAM_NEO4J_PASSWORD")
-        database = database or os.environ.get("CAM_NEO4J_DATABASE") or None
         auth = (user, password) if password else None
         try:
             driver = neo4j.GraphDatabase.driver(uri, auth=auth)
