@@ -115,6 +115,7 @@ class Environment:
     neo4j_user: str = "neo4j"
     neo4j_password: str | None = None
     neo4j_database: str | None = None
+    neo4j_browser_url: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
@@ -130,6 +131,7 @@ class Environment:
             neo4j_user=env.get("CAM_NEO4J_USER") or "neo4j",
             neo4j_password=env.get("CAM_NEO4J_PASSWORD") or None,
             neo4j_database=env.get("CAM_NEO4J_DATABASE") or None,
+            neo4j_browser_url=env.get("CAM_NEO4J_BROWSER_URL") or None,
         )
 
     def __repr__(self) -> str:  # never print the key

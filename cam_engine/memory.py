@@ -282,6 +282,14 @@ class Memory:
         )
         return data
 
+    def locate(self, question: str, top_k: int = 10) -> list[tuple[Node, float]]:
+        """Fast localization (CAM Section 4.2): the ``top_k`` nodes of all levels closest
+        to the question by cosine."""
+        vector = self.embedder.embed([question])
+        hits = self.store.nearest(None, vector, top_k)[0]
+        nodes = self.store.get_nodes(node_id for node_id, _ in hits)
+        return [(nodes[node_id], score) for node_id, score in hits if node_id in nodes]
+
     def node(self, node_id: str) -> NodeView | None:
         store = self.store
         found = store.get_nodes([node_id]).get(node_id)

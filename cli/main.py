@@ -8,6 +8,7 @@ import click
 
 from cam_engine import __version__
 from cam_engine.cli.bench import bench
+from cam_engine.cli.browse import browse
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
 
@@ -32,6 +33,7 @@ cli.add_command(ingest)
 cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(bench)
+cli.add_command(browse)
 
 
 if __name__ == "__main__":

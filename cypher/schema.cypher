@@ -1,4 +1,8 @@
 // Schema, created idempotently. One statement per block; blocks are split on ';'.
+// One vector index per embedding size, on a label per size (Vec384, ...): a database
+// can hold memories built with different embedders. Index names are parameters; the
+// label cannot be one in CREATE INDEX, so {vector_label} is substituted after it is
+// checked against a strict identifier pattern.
 // params: $vector_index, $dimensions
 CREATE CONSTRAINT cam_memory_name IF NOT EXISTS FOR (m:Memory) REQUIRE m.name IS UNIQUE;
 CREATE CONSTRAINT cam_node_id IF NOT EXISTS FOR (n:MemoryNode) REQUIRE (n.memory, n.id) IS UNIQUE;
@@ -11,5 +15,5 @@ CREATE INDEX cam_replica_label IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.lab
 CREATE INDEX cam_replica_node IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.node_id);
 CREATE INDEX cam_replica_level IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level);
 CREATE FULLTEXT INDEX cam_node_text IF NOT EXISTS FOR (n:MemoryNode) ON EACH [n.text];
-CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:MemoryNode) ON n.embedding
+CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:{vector_label}) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}

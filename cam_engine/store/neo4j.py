@@ -27,7 +27,15 @@ from cam_engine.types import CHUNK, Edge, Node, Replica
 
 logger = logging.getLogger(__name__)
 
-VECTOR_INDEX = "cam_embedding"
+
+def vector_index(dimensions: int) -> str:
+    return check_identifier(f"cam_embedding_{dimensions}", "index name")
+
+
+def vector_label(dimensions: int) -> str:
+    return check_identifier(f"Vec{dimensions}", "label")
+
+
 # The vector index is shared by every memory in the database, so a top-k query asks it
 # for more hits than k and filters them; this many per requested hit, at least.
 _OVERSAMPLE = 4
@@ -42,7 +50,7 @@ class Neo4jStore:
         self._database = database
         self._tx: Any = None
         self._session: Any = None
-        self._schema_dimensions: int | None = None
+        self._prepared: set[int] = set()  # embedding sizes whose index exists
 
     @classmethod
     def connect(
@@ -132,19 +140,18 @@ class Neo4jStore:
     def prepare(self, dimensions: int) -> None:
         """Constraints and indexes, created if missing. Schema changes cannot share a
         transaction with data, so this runs before a batch's transaction opens."""
-        if self._schema_dimensions == dimensions:
+        if dimensions in self._prepared:
             return
         if self._tx is not None:
             raise StoreError("the schema must be prepared before a transaction")
-        params = {
-            "vector_index": check_identifier(VECTOR_INDEX, "index name"),
-            "dimensions": dimensions,
-        }
+        params = {"vector_index": vector_index(dimensions), "dimensions": dimensions}
         with self._driver.session(database=self._database) as session:
             for statement in statements("schema"):
+                # The one identifier that cannot be a parameter, checked by vector_label().
+                statement = statement.replace("{vector_label}", vector_label(dimensions))
                 session.run(statement, params).consume()
             session.run("CALL db.awaitIndexes(300)").consume()
-        self._schema_dimensions = dimensions
+        self._prepared.add(dimensions)
 
     # --- memory-wide state --------------------------------------------------------------
     def load_settings(self) -> dict[str, Any] | None:
@@ -197,12 +204,16 @@ class Neo4jStore:
             }
             for n in nodes
         ]
+        sizes = {len(r["embedding"]) for r in rows if r["embedding"] is not None}
+        if len(sizes) > 1 or (not sizes and rows):
+            raise StoreError("memory nodes need embeddings, all of one size")
+        label = vector_label(sizes.pop()) if sizes else None
         chunks = [r for r in rows if r["kind"] == CHUNK]
         summaries = [r for r in rows if r["kind"] != CHUNK]
         if chunks:
-            self._run("upsert_chunks", rows=chunks)
+            self._run("upsert_chunks", rows=chunks, vector_label=label)
         if summaries:
-            self._run("upsert_summaries", rows=summaries)
+            self._run("upsert_summaries", rows=summaries, vector_label=label)
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
         self._run("delete_nodes", ids=sorted(set(ids)))
@@ -223,11 +234,12 @@ class Neo4jStore:
         self, level: int | None, vectors: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]:
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        if not len(queries) or not self._has_vector_index():
+        index = vector_index(queries.shape[1])
+        if not len(queries) or not self._has_index(index):
             return [[] for _ in range(len(queries))]
         rows = self._run(
             "nearest",
-            vector_index=check_identifier(VECTOR_INDEX, "index name"),
+            vector_index=index,
             level=level,
             vectors=[[float(x) for x in q] for q in queries],
             candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
@@ -238,12 +250,10 @@ class Neo4jStore:
             hits[row["row"]] = [(node_id, float(cos)) for node_id, cos in row["hits"]]
         return hits
 
-    def _has_vector_index(self) -> bool:
-        if self._schema_dimensions is not None:
-            return True
+    def _has_index(self, name: str) -> bool:
         with self._driver.session(database=self._database) as session:
             found = session.run(
-                "SHOW INDEXES YIELD name WHERE name = $name RETURN name", name=VECTOR_INDEX
+                "SHOW INDEXES YIELD name WHERE name = $name RETURN name", name=name
             ).data()
         return bool(found)
 
