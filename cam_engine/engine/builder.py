@@ -154,7 +154,7 @@ class MemoryBuilder:
             lrep.replicas_touched = len(gone) + len(diff.removed) + len(diff.changed) + len(added)
 
         with self.clock.phase("propagation"):
-            seeds = self._seeds(change, affected, adjacency)
+            seeds = self._seeds(change, added + diff.changed, diff.removed + gone)
             labels = {r.id: r.label for r in seeds}
             result = propagate(
                 [r.id for r in seeds],
@@ -193,20 +193,19 @@ class MemoryBuilder:
             return self._update_summaries(change, touched, lrep, report)
 
     def _seeds(
-        self, change: LevelChange, affected: set[str], adjacency: dict[str, dict[str, float]]
+        self, change: LevelChange, moved: list[Replica], dropped: list[Replica]
     ) -> list[Replica]:
-        """Replicas whose replica-graph neighbourhood changed: all replicas of affected
-        nodes; of each neighbour v of an affected node u, the replica holding u; and the
-        replicas at both ends of a re-weighted edge."""
-        touching = {(v, u) for u in affected for v in adjacency.get(u, {})}
-        touching |= {(a, b) for a, b in change.reweighted} | {(b, a) for a, b in change.reweighted}
-        owners = affected | {v for v, _ in touching}
-        seeds = []
-        for node, replicas in self.store.replicas_of(owners).items():
+        """Replicas whose replica-graph neighbourhood changed: the new and re-membered
+        replicas, the replicas across an edge from them or from a dropped replica, and
+        the replicas at both ends of a re-weighted edge."""
+        touching = {(v, r.node_id) for r in [*moved, *dropped] for v in r.members}
+        touching |= change.reweighted | {(b, a) for a, b in change.reweighted}
+        seeds = {r.id: r for r in moved}
+        for node, replicas in self.store.replicas_of({v for v, _ in touching}).items():
             for r in replicas:
-                if node in affected or any((node, m) in touching for m in r.members):
-                    seeds.append(r)
-        return seeds
+                if any((node, m) in touching for m in r.members):
+                    seeds[r.id] = r
+        return list(seeds.values())
 
     def _affected(self, change: LevelChange) -> tuple[set[str], dict[str, dict[str, float]]]:
         """Nodes whose ego-network changed, and the adjacency needed to re-split them.
