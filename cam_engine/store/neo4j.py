@@ -15,6 +15,7 @@ import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -266,20 +267,7 @@ class Neo4jStore:
     # --- edges -------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         if edges:
-            self._run(
-                "upsert_edges",
-                rows=[
-                    {
-                        "src": e.src,
-                        "dst": e.dst,
-                        "level": e.level,
-                        "score": e.score,
-                        "cosine": e.cosine,
-                        "proximity": e.proximity,
-                    }
-                    for e in edges
-                ],
-            )
+            self._run("upsert_edges", rows=[asdict(e) for e in edges])
 
     def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
         pairs = [[a, b] if a < b else [b, a] for a, b in keys]
