@@ -382,8 +382,7 @@ class MemoryBuilder:
         for node, vector in zip(nodes, vectors, strict=True):
             node.embedding = vector
         store.upsert_nodes(nodes)
-        for sid in ids:
-            store.set_members(sid, level, members[sid])
+        store.set_members({sid: members[sid] for sid in ids}, level)
 
     def _relink(self, level: int, summaries: set[str]) -> tuple[set[EdgeKey], set[EdgeKey]]:
         """Recompute the edges of ``summaries``; returns (appeared or vanished, re-weighted).

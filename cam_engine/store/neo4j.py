@@ -51,7 +51,8 @@ class Neo4jStore:
         self._database = database
         self._tx: Any = None
         self._session: Any = None
-        self._prepared: set[int] = set()  # embedding sizes whose index exists
+        self._prepared: set[int] = set()  # embedding sizes whose schema was ensured
+        self._indexes: set[str] = set()  # vector indexes known to exist
 
     @classmethod
     def connect(
@@ -68,7 +69,9 @@ class Neo4jStore:
 
         auth = (user, password) if password else None
         try:
-            driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+            # Server notifications (deprecations, "label does not exist yet" on an empty
+            # database) would flood stderr; errors still raise.
+            driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
             driver.verify_connectivity()
         except neo4j.exceptions.AuthError as exc:
             raise StoreError(f"Neo4j at {uri} refused the credentials (user {user!r})") from exc
@@ -235,27 +238,42 @@ class Neo4jStore:
         self, level: int | None, vectors: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]:
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        hits: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
         index = vector_index(queries.shape[1])
         if not len(queries) or not self._has_index(index):
-            return [[] for _ in range(len(queries))]
-        rows = self._run(
-            "nearest",
-            vector_index=index,
-            level=level,
-            vectors=[[float(x) for x in q] for q in queries],
-            candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
-            k=k,
-        )
-        hits: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
-        for row in rows:
-            hits[row["row"]] = [(node_id, float(cos)) for node_id, cos in row["hits"]]
+            return hits
+        # The index holds every memory's nodes of this size: ask for more than k and
+        # filter; rows left short are asked again with a wider pool, up to all nodes.
+        indexed = self._run("count_vectors", vector_label=vector_label(queries.shape[1]))
+        total = int(indexed[0]["count"])
+        pending = list(range(len(queries)))
+        candidates = max(_MIN_CANDIDATES, _OVERSAMPLE * k)
+        while pending:
+            rows = self._run(
+                "nearest",
+                vector_index=index,
+                level=level,
+                vectors=[[float(x) for x in queries[i]] for i in pending],
+                candidates=min(candidates, max(total, 1)),
+                k=k,
+            )
+            for row in rows:
+                hits[pending[row["row"]]] = [(node_id, float(c)) for node_id, c in row["hits"]]
+            if candidates >= total:
+                break
+            pending = [i for i in pending if len(hits[i]) < k]
+            candidates *= _OVERSAMPLE
         return hits
 
     def _has_index(self, name: str) -> bool:
+        if name in self._indexes:
+            return True
         with self._driver.session(database=self._database) as session:
             found = session.run(
                 "SHOW INDEXES YIELD name WHERE name = $name RETURN name", name=name
             ).data()
+        if found:
+            self._indexes.add(name)
         return bool(found)
 
     def levels(self) -> list[int]:
@@ -331,8 +349,10 @@ class Neo4jStore:
         return [row["label"] for row in self._run("labels_at_level", level=level)]
 
     # --- hierarchy ------------------------------------------------------------------------------
-    def set_members(self, summary_id: str, level: int, member_ids: Iterable[str]) -> None:
-        self._run("set_members", summary_id=summary_id, members=sorted(set(member_ids)))
+    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
+        rows = [{"summary_id": sid, "members": sorted(set(ms))} for sid, ms in members.items()]
+        if rows:
+            self._run("set_members", rows=rows)
 
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
         result: dict[str, set[str]] = {}
@@ -385,5 +405,8 @@ def _replica(row: Mapping[str, Any]) -> Replica:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """The driver's message on one line (its reason is often on the second line)."""
+    text = " ".join(str(exc).split())
+    if len(text) > 300:
+        text = text[:299] + "…"
+    return text or type(exc).__name__

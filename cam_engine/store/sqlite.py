@@ -435,13 +435,14 @@ class SqliteStore:
         return [r[0] for r in rows]
 
     # --- hierarchy -------------------------------------------------------------------------
-    def set_members(self, summary_id: str, level: int, member_ids: Iterable[str]) -> None:
-        self._conn.execute(
-            "DELETE FROM members WHERE memory = ? AND summary_id = ?", (self._memory, summary_id)
+    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
+        self._conn.executemany(
+            "DELETE FROM members WHERE memory = ? AND summary_id = ?",
+            [(self._memory, sid) for sid in members],
         )
         self._conn.executemany(
             "INSERT INTO members (memory, summary_id, member_id, level) VALUES (?, ?, ?, ?)",
-            [(self._memory, summary_id, m, level) for m in sorted(set(member_ids))],
+            [(self._memory, sid, m, level) for sid, ms in members.items() for m in sorted(set(ms))],
         )
 
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:

@@ -93,7 +93,7 @@ def test_replicas_labels_and_membership(store: GraphStore) -> None:
         )
         summary = Node("s1-0", 1, SUMMARY, "summary", None, 0.5, unit(9), {"backend": "extractive"})
         store.upsert_nodes([summary])
-        store.set_members("s1-0", 1, ["c0", "c1"])
+        store.set_members({"s1-0": ["c0", "c1"]}, 1)
     assert store.allocate_labels(0, 1) == ["0.2"]
     assert [r.id for r in store.replicas_of(["c1"])["c1"]] == ["c1/r0", "c1/r1"]
     assert store.replicas_by_id(["c0/r0"])["c0/r0"].members == frozenset({"c1"})

@@ -1,0 +1,100 @@
+// Saved queries for Neo4j Browser: paste one query (without the // lines) into the
+// editor, or add it to Favorites with the star. Each uses Browser parameters:
+//
+//   :param memory => 'sabotage'
+//   :param node => 's2-31'
+//
+// $memory is the memory name (`cam ingest ... --memory NAME`); $node is a node id
+// (a summary such as 's2-31' or a chunk such as 'c54-761213e8f981': `cam show` and
+// `cam browse --node` print them). Load cypher/browser/style.grass first (README.md).
+//
+// The screenshot docs/images/neo4j-browser.png shows the memory 'sabotage' (the Simple
+// Sabotage Field Manual, pg26184.txt) after
+//
+//   :param memory => 'sabotage'
+//   :param node => 's2-31'
+//
+// and this query: the level-2 summary s2-31, the three level-1 summaries it summarizes
+// (s1-71, s1-74, s1-76), their six chunks (positions 51-56), and the three replicas of
+// chunk 54, which belongs to all three clusters (replica labels 0.71, 0.74, 0.76).
+// Browser's "Connect result nodes" setting (on by default) adds the NEXT, SIMILAR and
+// LINKED edges between them. The nodes were then dragged into layers (s2-31 on top,
+// level 1, chunks in reading order, replicas at the bottom) in the fullscreen frame.
+//
+//   MATCH p = (s:Summary {memory: $memory, id: $node})-[:SUMMARIZES*1..2]->(m:MemoryNode)
+//   OPTIONAL MATCH q = (m)<-[:REPLICA_OF]-(:Replica)
+//   WHERE m.level = 0 AND COUNT { (m)<-[:SUMMARIZES]-() } >= 2
+//   RETURN p, q
+
+
+// 1. The top two levels of a memory and the SUMMARIZES links between them.
+// params: $memory
+MATCH (n:MemoryNode {memory: $memory})
+WITH max(n.level) AS top
+MATCH p = (s:Summary {memory: $memory, level: top})-[:SUMMARIZES]->(:MemoryNode)
+RETURN p;
+
+
+// 2. One summary's subtree: every SUMMARIZES path from it down to the chunks (level 0).
+// params: $memory, $node (a summary id, e.g. 's2-31')
+MATCH p = (s:Summary {memory: $memory, id: $node})-[:SUMMARIZES*1..]->(:Chunk)
+RETURN p
+LIMIT 500;
+
+
+// 3a. The clusters a chunk belongs to, as a graph: its parents one level up (one per
+// cluster) and its replicas (one per role; the caption is the cluster label).
+// params: $memory, $node (a chunk id, e.g. 'c54-761213e8f981')
+MATCH (c:Chunk {memory: $memory, id: $node})
+OPTIONAL MATCH up = (c)<-[:SUMMARIZES]-(:Summary)
+OPTIONAL MATCH rep = (c)<-[:REPLICA_OF]-(:Replica)
+RETURN c, collect(DISTINCT up) AS parents, collect(DISTINCT rep) AS replicas;
+
+
+// 3b. The same as a table: one row per replica of the chunk, with its cluster label,
+// the other members of the cluster and the summary that summarizes that cluster.
+// params: $memory, $node (a chunk id)
+MATCH (c:Chunk {memory: $memory, id: $node})<-[:REPLICA_OF]-(r:Replica)
+OPTIONAL MATCH (s:Summary)-[:SUMMARIZES]->(c)
+WHERE all(id IN r.members WHERE EXISTS {
+  (s)-[:SUMMARIZES]->(:MemoryNode {memory: $memory, id: id})
+})
+RETURN r.id AS replica, r.label AS cluster, r.members AS with_members,
+       collect(s.id) AS summary
+ORDER BY replica;
+
+
+// 4. The chunks around one chunk: two steps either way along NEXT (reading order)
+// and its SIMILAR neighbours (the score combines cosine and proximity).
+// params: $memory, $node (a chunk id)
+MATCH (c:Chunk {memory: $memory, id: $node})
+OPTIONAL MATCH seq = (c)-[:NEXT*1..2]-(:Chunk)
+OPTIONAL MATCH sim = (c)-[:SIMILAR]-(:Chunk)
+RETURN c, collect(DISTINCT seq) AS reading_order, collect(DISTINCT sim) AS similar;
+
+
+// 5. Counts per level: nodes, SIMILAR/LINKED edges, replicas, clusters, and the nodes
+// that belong to two or more clusters (two or more SUMMARIZES parents).
+// params: $memory
+MATCH (n:MemoryNode {memory: $memory})
+WITH n.level AS level, count(n) AS nodes,
+     sum(CASE WHEN COUNT { (n)<-[:SUMMARIZES]-() } >= 2 THEN 1 ELSE 0 END) AS in_two_plus
+CALL (level) {
+  OPTIONAL MATCH (:MemoryNode {memory: $memory, level: level})-[e:SIMILAR|LINKED]->()
+  RETURN count(e) AS edges
+}
+CALL (level) {
+  OPTIONAL MATCH (r:Replica {memory: $memory, level: level})
+  RETURN count(r) AS replicas, count(DISTINCT r.label) AS clusters
+}
+RETURN level, nodes, edges, replicas, clusters, in_two_plus
+ORDER BY level;
+
+
+// 6. Chunks that belong to two or more clusters (good values for $node in 3 and 4).
+// params: $memory
+MATCH (c:Chunk {memory: $memory})<-[:SUMMARIZES]-(s:Summary)
+WITH c, collect(s.id) AS parents
+WHERE size(parents) >= 2
+RETURN c.id AS chunk, c.position AS position, parents, left(c.text, 80) AS text
+ORDER BY size(parents) DESC, position;

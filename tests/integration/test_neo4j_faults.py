@@ -1,0 +1,319 @@
+"""Neo4j failures a user meets: no server, wrong password, the server gone mid-batch.
+
+The mid-batch test stops and restarts a server, so it runs its OWN instance of
+docker/neo4j-local (a private home under pytest's temp dir, free ports, the cached jars
+linked in); the shared server on 7687 is never touched. Without Java 17/21 or the cached
+jars those tests skip; with CAM_REQUIRE_NEO4J=1 (CI) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cam_engine import Memory
+from cam_engine.chunking import chunk_document
+from cam_engine.cli.main import cli
+from cam_engine.config import Settings
+from cam_engine.embed import HashingEmbedder
+from cam_engine.engine.reports import BatchReport
+from cam_engine.errors import CamError, StoreError
+from cam_engine.llm import ExtractiveSummarizer
+from cam_engine.llm.base import SummaryResult
+from cam_engine.store.neo4j import Neo4jStore
+from tests.conftest import shared_file
+from tests.invariants import check_memory
+
+pytestmark = pytest.mark.neo4j
+
+SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "neo4j-local"
+DOCUMENT = "haystacks/paul_graham/gap.txt"
+DOC_ID = "gap"
+BATCH = 32
+STOP_AFTER = 2  # whole batches committed before the server is stopped inside the next one
+# An authenticated server (e.g. docker/docker-compose.yml) for the wrong-password case.
+AUTH_URI = os.environ.get("CAM_TEST_NEO4J_AUTH_URI")
+AUTH_USER = os.environ.get("CAM_TEST_NEO4J_AUTH_USER", "neo4j")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def assert_one_line_naming(message: str, uri: str) -> None:
+    assert uri in message, message
+    assert "\n" not in message.strip(), f"not one line: {message!r}"
+    assert "Traceback" not in message, message
+
+
+def cam(args: Sequence[str], **env: str) -> Result:
+    # Environment the CLI would otherwise pick up from the developer's shell.
+    clean = {"CAM_STORE": None, "CAM_MEMORY": None, "CAM_NEO4J_URI": None}
+    clean |= {"CAM_NEO4J_USER": None, "CAM_NEO4J_PASSWORD": None, "CAM_NEO4J_DATABASE": None}
+    return CliRunner().invoke(cli, list(args), env={**clean, **env})
+
+
+def assert_cli_error(result: Result, uri: str) -> None:
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("Error: "), result.output
+    assert_one_line_naming(lines[0], uri)
+
+
+# --- no server -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scheme", ["bolt", "neo4j"])
+def test_opening_a_memory_without_a_server_names_the_uri(scheme: str) -> None:
+    uri = f"{scheme}://127.0.0.1:{free_port()}"
+    with pytest.raises(StoreError) as caught:
+        Memory.open(uri, "faults", embedder=HashingEmbedder(64))
+    assert isinstance(caught.value, CamError)
+    assert_one_line_naming(str(caught.value), uri)
+
+
+def test_cli_without_a_server_exits_1_with_one_error_line() -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    assert_cli_error(cam(["stats", "--store", uri]), uri)
+
+
+# --- wrong password --------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    AUTH_URI is None,
+    reason=(
+        "needs a Neo4j server with authentication: set CAM_TEST_NEO4J_AUTH_URI (and "
+        "CAM_TEST_NEO4J_AUTH_USER) e.g. to docker/docker-compose.yml's server. "
+        "docker/neo4j-local always writes dbms.security.auth_enabled=false and probes "
+        "Bolt without credentials, so it cannot start an authenticated instance"
+    ),
+)
+def test_wrong_password_is_one_line_naming_the_uri() -> None:
+    assert AUTH_URI is not None
+    wrong = f"wrong-{uuid.uuid4().hex}"
+    with pytest.raises(StoreError) as caught:
+        Neo4jStore.connect(AUTH_URI, "faults", user=AUTH_USER, password=wrong)
+    assert_one_line_naming(str(caught.value), AUTH_URI)
+    assert_cli_error(
+        cam(["stats", "--store", AUTH_URI], CAM_NEO4J_USER=AUTH_USER, CAM_NEO4J_PASSWORD=wrong),
+        AUTH_URI,
+    )
+
+
+# --- a private server instance ---------------------------------------------------------
+
+
+def unavailable(reason: str) -> NoReturn:
+    if os.environ.get("CAM_REQUIRE_NEO4J") == "1":
+        pytest.fail(f"CAM_REQUIRE_NEO4J=1 but a private Neo4j instance cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def script_default(variable: str) -> str:
+    """A default of docker/neo4j-local (e.g. the Neo4j version), read from the script."""
+    match = re.search(rf'"\$\{{{variable}:-([^}}]+)\}}"', SCRIPT.read_text(encoding="utf-8"))
+    assert match, f"{variable} has no default in {SCRIPT}"
+    return match.group(1)
+
+
+def find_java() -> Path | None:
+    """The JDK docker/neo4j-local would pick (it checks the version itself)."""
+    if os.environ.get("NEO4J_LOCAL_JAVA_HOME"):
+        candidates = [Path(os.environ["NEO4J_LOCAL_JAVA_HOME"])]
+    else:
+        jvm = Path("/usr/lib/jvm")
+        candidates = [p for v in (17, 21) for p in sorted(jvm.glob(f"java-{v}-openjdk*"))]
+    return next((c for c in candidates if (c / "bin" / "java").is_file()), None)
+
+
+def shared_home() -> Path:
+    """Where the shared server keeps its jars (docker/neo4j-local's default home)."""
+    version = os.environ.get("NEO4J_LOCAL_VERSION") or script_default("NEO4J_LOCAL_VERSION")
+    default = Path.home() / ".cache" / "cam-engine" / f"neo4j-{version}"
+    return Path(os.environ.get("NEO4J_LOCAL_HOME") or default)
+
+
+@dataclass
+class Instance:
+    """One docker/neo4j-local server: its own home and ports."""
+
+    uri: str
+    env: dict[str, str]
+
+    def run(self, command: str) -> None:
+        done = subprocess.run(
+            [str(SCRIPT), command],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"docker/neo4j-local {command} failed:\n{done.stderr}{done.stdout}")
+
+    def connect(self, memory: str) -> Neo4jStore:
+        return Neo4jStore.connect(self.uri, memory)
+
+
+def private_home(home: Path, jars: Path) -> dict[str, str]:
+    """A home whose lib/ and plugins/ link each cached jar (never the shared folders,
+    which the script would empty if it decided to fetch jars again); returns the
+    version settings under which the script takes those jars as cached."""
+    marker = jars / "lib" / ".neo4j-local-jars"
+    # First line: "neo4j=5.26.30 browser=5.24.0 apoc=5.26.19"
+    versions = dict(item.split("=", 1) for item in marker.read_text().splitlines()[0].split())
+    for folder in ("lib", "plugins"):
+        (home / folder).mkdir(parents=True)
+        for jar in sorted((jars / folder).glob("*.jar")):
+            (home / folder / jar.name).symlink_to(jar)
+    shutil.copy(marker, home / "lib" / marker.name)
+    return {
+        "NEO4J_LOCAL_VERSION": versions["neo4j"],
+        "NEO4J_LOCAL_BROWSER_VERSION": versions["browser"],
+        "NEO4J_LOCAL_APOC_VERSION": versions["apoc"],
+    }
+
+
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
+    if not SCRIPT.is_file() or shutil.which("bash") is None:
+        unavailable(f"{SCRIPT} or bash is missing")
+    if find_java() is None:
+        unavailable("no OpenJDK 17/21 under /usr/lib/jvm (or NEO4J_LOCAL_JAVA_HOME)")
+    jars = shared_home()
+    version = os.environ.get("NEO4J_LOCAL_VERSION") or script_default("NEO4J_LOCAL_VERSION")
+    if (
+        not (jars / "lib" / f"neo4j-{version}.jar").is_file()
+        or not (jars / "lib" / ".neo4j-local-jars").is_file()
+    ):
+        unavailable(
+            f"no cached Neo4j {version} jars in {jars}/lib: run `docker/neo4j-local start` "
+            "once (it fetches them with Maven)"
+        )
+    home = tmp_path_factory.mktemp("neo4j-faults")
+    bolt = free_port()
+    http = next(port for port in iter(free_port, None) if port != bolt)
+    env = {
+        **os.environ,
+        **private_home(home, jars),
+        "NEO4J_LOCAL_HOME": str(home),
+        "NEO4J_LOCAL_BOLT_PORT": str(bolt),
+        "NEO4J_LOCAL_HTTP_PORT": str(http),
+        "NEO4J_LOCAL_HEAP_INITIAL": "256m",
+        "NEO4J_LOCAL_HEAP_MAX": "768m",
+        "NEO4J_LOCAL_PAGECACHE": "64m",
+        "NEO4J_LOCAL_START_TIMEOUT": "240",
+        # A class-data archive is tied to one home; making one for a throwaway home costs
+        # ~140 MB and a slow first stop, for faster starts this instance never gets.
+        "NEO4J_LOCAL_CDS": "0",
+        # The readiness probe needs the Bolt driver: this interpreter has it.
+        "NEO4J_LOCAL_PYTHON": sys.executable,
+    }
+    server = Instance(f"bolt://127.0.0.1:{bolt}", env)
+    try:
+        server.run("start")
+        yield server
+    finally:
+        server.run("stop")
+
+
+# --- the server stopped in the middle of a batch ---------------------------------------
+
+
+class StopServerSummarizer(ExtractiveSummarizer):
+    """Stops the server from inside a batch's transaction (summaries are written there),
+    on the first summary after ``after`` batches have been committed, then carries on."""
+
+    def __init__(self, server: Instance, committed: list[BatchReport], after: int) -> None:
+        self.server = server
+        self.committed = committed
+        self.after = after
+        self.stopped_after: int | None = None  # batches committed when the server stopped
+
+    def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
+        if self.stopped_after is None and len(self.committed) >= self.after:
+            self.server.run("stop")
+            self.stopped_after = len(self.committed)
+        return super().summarize(texts, max_words=max_words)
+
+
+def sqlite_states(
+    path: Path, text: str, settings: Settings, embedder: HashingEmbedder
+) -> list[dict[str, Any]]:
+    """Stats of an uninterrupted SQLite ingest of the same batches, after each batch."""
+    states: list[dict[str, Any]] = []
+    with Memory.open(path, "reference", settings=settings, embedder=embedder) as memory:
+        memory.ingest_text(
+            text, DOC_ID, batch_size=BATCH, on_batch=lambda _: states.append(memory.stats())
+        )
+    return states
+
+
+def graph_of(stats: dict[str, Any]) -> dict[str, Any]:
+    return {key: stats[key] for key in ("documents", "levels", "overlap")}
+
+
+def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
+    instance: Instance, tmp_path: Path
+) -> None:
+    text = shared_file(DOCUMENT).read_text(encoding="utf-8")
+    embedder = HashingEmbedder(64)
+    settings = Settings(embed_model=embedder.name, theta=0.3, chunk_tokens=60)
+    total = len(chunk_document(DOC_ID, text, settings.chunk_tokens))
+    assert total > (STOP_AFTER + 1) * BATCH, "the document must outlast the stopped batch"
+    reference = sqlite_states(tmp_path / "reference.db", text, settings, embedder)
+    name = f"faults{uuid.uuid4().hex[:8]}"
+
+    committed: list[BatchReport] = []
+    summarizer = StopServerSummarizer(instance, committed, STOP_AFTER)
+    memory = Memory.open(
+        instance.connect(name), name, settings=settings, embedder=embedder, summarizer=summarizer
+    )
+    try:
+        with pytest.raises(StoreError) as caught:
+            memory.ingest_text(text, DOC_ID, batch_size=BATCH, on_batch=committed.append)
+    finally:
+        memory.close()
+    assert summarizer.stopped_after is not None, "the server was never stopped"
+    assert_one_line_naming(str(caught.value), instance.uri)
+    # The batch in flight did not report success; earlier ones did, all complete.
+    assert len(committed) == summarizer.stopped_after >= STOP_AFTER
+    assert [b.chunks_added for b in committed] == [BATCH] * len(committed)
+    kept = len(committed) * BATCH
+
+    instance.run("start")
+    with Memory.open(instance.connect(name), name, settings=settings, embedder=embedder) as memory:
+        stats = memory.stats()
+        assert stats["levels"][0]["nodes"] == kept
+        document = memory.store.get_document(DOC_ID)
+        assert document is not None and document.chunks == kept
+        # Exactly the memory an uninterrupted ingest had after the same batches.
+        assert graph_of(stats) == graph_of(reference[len(committed) - 1])
+        check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
+
+        report = memory.ingest_text(text, DOC_ID, batch_size=BATCH)
+        assert sum(b.chunks_skipped for b in report.batches) == kept
+        assert report.chunks_added == total - kept
+        stats = memory.stats()
+        assert stats["levels"][0]["nodes"] == total
+        document = memory.store.get_document(DOC_ID)
+        assert document is not None and document.chunks == total
+        assert graph_of(stats) == graph_of(reference[-1])
+        check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
