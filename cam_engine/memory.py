@@ -8,12 +8,14 @@ with Memory.open("book.db") as memory:
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Environment, Settings, check_batch_size, validate_memory_name
@@ -80,8 +82,10 @@ class Memory:
         """
         env = environment or Environment.from_env()
         name = validate_memory_name(name or env.memory)
-        graph = open_store(store or env.store, name, env) if not _is_store(store) else store
-        assert graph is not None
+        if store is None or isinstance(store, str | Path):
+            graph = open_store(store or env.store, name, env)
+        else:
+            graph = store
         stored = graph.load_settings()
         if stored is not None:
             existing = Settings.from_dict(stored)
@@ -166,8 +170,6 @@ class Memory:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            import sys
-
             lines = _non_empty_stream(stdin or sys.stdin)
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, lines, budget)
@@ -209,7 +211,7 @@ class Memory:
     ) -> BatchReport:
         clock = PhaseClock()
         clock.seconds["chunk"] = chunk_seconds
-        store = TimedStore(self.store, clock)
+        store = cast(GraphStore, TimedStore(self.store, clock))
         report = BatchReport(record.id, number, summarizer=self.summarizer.backend)
         present = store.existing_ids(c.id for c in batch)
         new = [c for c in batch if c.id not in present]
@@ -230,7 +232,7 @@ class Memory:
                 )
                 for c, vector in zip(new, vectors, strict=True)
             ]
-            builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+            builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)
             store.prepare(int(vectors.shape[1]))
             with store.transaction():
                 self._save_settings_once(store)
@@ -245,7 +247,7 @@ class Memory:
         report.seconds = dict(clock.seconds)
         return report
 
-    def _save_settings_once(self, store: Any) -> None:
+    def _save_settings_once(self, store: GraphStore) -> None:
         if store.load_settings() is None:
             store.save_settings(self.settings.to_dict())
 
@@ -256,9 +258,9 @@ class Memory:
         incrementally grown memory with one built at once.
         """
         clock = PhaseClock()
-        store = TimedStore(self.store, clock)
+        store = cast(GraphStore, TimedStore(self.store, clock))
         report = BatchReport(None, 0, summarizer=self.summarizer.backend)
-        builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)  # type: ignore[arg-type]
+        builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)
         store.prepare(self.embedder.dim)
         with store.transaction():
             store.clear(keep_chunks=True)
@@ -312,10 +314,6 @@ class Memory:
         )
 
 
-def _is_store(value: object) -> bool:
-    return value is not None and not isinstance(value, str | Path)
-
-
 def _document_order(node: Node) -> tuple[str, float, str]:
     return (node.doc_id or "", node.position or 0.0, node.id)
 
@@ -341,6 +339,4 @@ def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
 
 
 def _sha256(text: str) -> str:
-    import hashlib
-
     return hashlib.sha256(text.encode()).hexdigest()

@@ -62,11 +62,11 @@ def propagate(
     ``read_sizes`` gives the number of replicas holding each label (for ``max_size``).
     """
     result = PropagationResult()
-    constrained = max_size is not None and read_sizes is not None
+    limit = max_size if read_sizes is not None else None
     sizes: dict[str, int] = {}
 
     def full(label: str) -> bool:
-        return constrained and sizes[label] >= max_size  # type: ignore[operator]
+        return limit is not None and sizes[label] >= limit
 
     adjacency: dict[str, Mapping[str, float]] = {}
     queue = sorted(set(seeds))
@@ -79,11 +79,11 @@ def propagate(
         unknown += [r for r in queue if r not in labels]
         if unknown:
             labels.update(read_labels(unknown))
-        if constrained:
+        if limit is not None and read_sizes is not None:
             seen = {labels[n] for r in queue for n in [r, *adjacency.get(r, {})]}
             missing_sizes = sorted(seen - sizes.keys())
             if missing_sizes:
-                counts = read_sizes(missing_sizes)  # type: ignore[misc]
+                counts = read_sizes(missing_sizes)
                 sizes.update({label: counts.get(label, 0) for label in missing_sizes})
         next_queue: set[str] = set()
         for replica in queue:
@@ -96,7 +96,7 @@ def propagate(
             old = labels[replica]
             new = majority_label(old, weights, full)
             if new != old:
-                if constrained:
+                if limit is not None:
                     sizes[old] -= 1
                     sizes[new] += 1
                 labels[replica] = new
