@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
@@ -25,6 +25,16 @@ from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock, TimedStore
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
+from cam_engine.llm.base import Answerer, Selector, Usage
+from cam_engine.llm.extractive import ExtractiveAnswerer, ExtractiveSelector
+from cam_engine.retrieval import (
+    STRATEGIES,
+    Retrieval,
+    context_passages,
+    global_top_k,
+    prune_and_grow,
+    traverse,
+)
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, Chunk, Node
@@ -32,6 +42,43 @@ from cam_engine.types import CHUNK, Chunk, Node
 logger = logging.getLogger(__name__)
 
 BatchCallback = Callable[[BatchReport], None]
+
+
+@dataclass
+class Evidence:
+    node_id: str
+    level: int
+    document: str | None
+    position: float | None
+    text: str
+
+
+@dataclass
+class AskResult:
+    """An answer, the evidence it was drawn from, and how retrieval got there."""
+
+    question: str
+    answer: str
+    backend: str  # who wrote the answer: "extractive" quotes the evidence
+    evidence: list[Evidence]
+    retrieval: Retrieval
+    usage: Usage
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "backend": self.backend,
+            "strategy": self.retrieval.strategy,
+            "stop": self.retrieval.stop,
+            "evidence": [asdict(e) for e in self.evidence],
+            "turns": self.retrieval.turns,
+            "candidates_per_turn": [len(c) for c in self.retrieval.candidates],
+            "llm_calls": self.usage.calls,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "llm_seconds": round(self.usage.seconds, 3),
+        }
 
 
 @dataclass
@@ -283,6 +330,50 @@ class Memory:
             settings=self.settings.to_dict(),
         )
         return data
+
+    def ask(
+        self,
+        question: str,
+        *,
+        strategy: str = "prune-grow",
+        top_k: int = 10,
+        max_turns: int = 5,
+        selector: Selector | None = None,
+        answerer: Answerer | None = None,
+    ) -> AskResult:
+        """Answer a question from the memory (CAM Section 4.2).
+
+        Without a selector / answerer the offline extractive ones are used: selection
+        by cosine to the question, and an answer that quotes the best-matching
+        sentences of the evidence.
+        """
+        if strategy not in STRATEGIES:
+            raise ConfigError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+        if top_k < 1 or max_turns < 1:
+            raise ConfigError(f"top_k and max_turns must be >= 1, got {top_k} and {max_turns}")
+        if not question.strip():
+            raise InputError("the question is empty")
+        vector = self.embedder.embed([question])[0]
+        if strategy == "global":
+            found = global_top_k(self.store, vector, top_k)
+        elif strategy == "traverse":
+            found = traverse(self.store, vector, top_k)
+        else:
+            chooser = selector or ExtractiveSelector(self.embedder.embed)
+            found = prune_and_grow(
+                self.store, question, vector, chooser, top_k=top_k, max_turns=max_turns
+            )
+        passages = context_passages(found.activated)
+        writer = answerer or ExtractiveAnswerer()
+        reply = writer.answer(question, [text for _, text in passages])
+        evidence = [
+            Evidence(n.id, n.level, n.doc_id, n.position, n.text)
+            for nodes, _ in passages
+            for n in nodes
+        ]
+        return AskResult(
+            question, reply.text, reply.backend, evidence, found, found.usage + reply.usage
+        )
 
     def locate(self, question: str, top_k: int = 10) -> list[tuple[Node, float]]:
         """Fast localization (CAM Section 4.2): the ``top_k`` nodes of all levels closest

@@ -7,6 +7,7 @@ import logging
 import click
 
 from cam_engine import __version__
+from cam_engine.cli.ask import ask
 from cam_engine.cli.bench import bench
 from cam_engine.cli.browse import browse
 from cam_engine.cli.ingest import ingest
@@ -30,6 +31,7 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(ingest)
+cli.add_command(ask)
 cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(bench)

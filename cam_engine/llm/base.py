@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 EXTRACTIVE = "extractive"
 
@@ -70,3 +70,45 @@ class Summarizer(Protocol):
     def backend(self) -> str: ...
 
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult: ...
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which candidates (indices into the list given) help answer the question."""
+
+    chosen: list[int]
+    backend: str
+    usage: Usage
+
+
+class Selector(Protocol):
+    """Picks the helpful candidates in one turn of prune-and-grow."""
+
+    @property
+    def backend(self) -> str: ...
+
+    def select(self, question: str, candidates: Sequence[Candidate]) -> Selection: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory node as a selector sees it: text, and its vector when stored."""
+
+    text: str
+    vector: Any = None  # np.ndarray | None; unit length
+
+
+@dataclass(frozen=True)
+class AnswerText:
+    text: str
+    backend: str
+    usage: Usage
+
+
+class Answerer(Protocol):
+    """Writes the answer from the question and the context passages (in order)."""
+
+    @property
+    def backend(self) -> str: ...
+
+    def answer(self, question: str, passages: Sequence[str]) -> AnswerText: ...
