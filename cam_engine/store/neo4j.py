@@ -246,6 +246,7 @@ class Neo4jStore:
         # filter; rows left short are asked again with a wider pool, up to all nodes.
         indexed = self._run("count_vectors", vector_label=vector_label(queries.shape[1]))
         total = int(indexed[0]["count"])
+        found: list[list[str]] = [[] for _ in range(len(queries))]
         pending = list(range(len(queries)))
         candidates = max(_MIN_CANDIDATES, _OVERSAMPLE * k)
         while pending:
@@ -255,14 +256,27 @@ class Neo4jStore:
                 level=level,
                 vectors=[[float(x) for x in queries[i]] for i in pending],
                 candidates=min(candidates, max(total, 1)),
-                k=k,
             )
             for row in rows:
-                hits[pending[row["row"]]] = [(node_id, float(c)) for node_id, c in row["hits"]]
+                found[pending[row["row"]]] = row["ids"]
             if candidates >= total:
                 break
-            pending = [i for i in pending if len(hits[i]) < k]
+            pending = [i for i in pending if len(found[i]) < k]
             candidates *= _OVERSAMPLE
+        # Exact float32 scores, ranked like the embedded store (ties by id): the index's
+        # own scores are approximate and would order near-ties differently.
+        ids = sorted({i for row in found for i in row})
+        vectors = {
+            row["id"]: np.asarray(row["embedding"], dtype=np.float32)
+            for row in self._run("embeddings", ids=ids)
+        }
+        for q, row in enumerate(found):
+            row = [i for i in row if i in vectors]
+            if not row:
+                continue
+            scores = np.stack([vectors[i] for i in row]) @ queries[q]
+            order = sorted(range(len(row)), key=lambda j: (-scores[j], row[j]))[:k]
+            hits[q] = [(row[j], float(scores[j])) for j in order]
         return hits
 
     def _has_index(self, name: str) -> bool:

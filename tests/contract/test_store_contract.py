@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -143,9 +146,6 @@ _REFERENCE: dict[str, dict] = {}
 def _reference_stats(text: str, settings: Settings) -> dict:
     """The same ingest on a fresh SQLite store (computed once per session)."""
     if "stats" not in _REFERENCE:
-        import tempfile
-        from pathlib import Path
-
         with (
             tempfile.TemporaryDirectory() as folder,
             Memory.open(Path(folder) / "ref.db", "ref", settings=settings, embedder=EMBEDDER) as m,
@@ -154,3 +154,25 @@ def _reference_stats(text: str, settings: Settings) -> dict:
             m.ingest_text(text[5000:], "gap2", batch_size=6)
             _REFERENCE["stats"] = m.stats()
     return _REFERENCE["stats"]
+
+
+@pytest.mark.parametrize("strategy", ["prune-grow", "global", "traverse"])
+def test_asking_gives_the_same_evidence_on_every_store(
+    store_location: str, memory_name: str, strategy: str
+) -> None:
+    text = shared_file("haystacks/paul_graham/gap.txt").read_text()[:9000]
+    settings = Settings(embed_model=EMBEDDER.name, theta=0.3, chunk_tokens=60)
+    question = "Why did the gap between rich and poor grow?"
+    with Memory.open(store_location, memory_name, settings=settings, embedder=EMBEDDER) as m:
+        m.ingest_text(text, "gap", batch_size=8)
+        result = m.ask(question, strategy=strategy)
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        Memory.open(
+            Path(folder) / "ref.db", "ref", settings=settings, embedder=EMBEDDER
+        ) as reference,
+    ):
+        reference.ingest_text(text, "gap", batch_size=8)
+        expected = reference.ask(question, strategy=strategy)
+    assert [e.node_id for e in result.evidence] == [e.node_id for e in expected.evidence]
+    assert result.answer == expected.answer and result.evidence
