@@ -100,7 +100,10 @@ class Memory:
         settings: Settings,
         embedder: Embedder,
         summarizer: Summarizer,
+        llm_concurrency: int = 4,
     ) -> None:
+        if llm_concurrency < 1:
+            raise ConfigError(f"llm_concurrency must be >= 1, got {llm_concurrency}")
         if embedder.name != settings.embed_model:
             raise ConfigError(
                 f"memory {store.memory!r} uses embedder {settings.embed_model!r}, "
@@ -110,6 +113,7 @@ class Memory:
         self.settings = settings
         self.embedder = embedder
         self.summarizer = summarizer
+        self.llm_concurrency = llm_concurrency  # LLM calls in flight at once (summaries)
 
     @classmethod
     def open(
@@ -121,6 +125,7 @@ class Memory:
         embedder: Embedder | None = None,
         summarizer: Summarizer | None = None,
         environment: Environment | None = None,
+        llm_concurrency: int = 4,
     ) -> Memory:
         """Open (or prepare to create) memory ``name`` in ``store``.
 
@@ -149,6 +154,7 @@ class Memory:
             settings=settings,
             embedder=embedder or load_embedder(settings.embed_model),
             summarizer=summarizer or ExtractiveSummarizer(),
+            llm_concurrency=llm_concurrency,
         )
 
     def close(self) -> None:
@@ -279,7 +285,7 @@ class Memory:
                 )
                 for c, vector in zip(new, vectors, strict=True)
             ]
-            builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)
+            builder = self._builder(store, clock)
             store.prepare(int(vectors.shape[1]))
             with store.transaction():
                 self._save_settings_once(store)
@@ -294,6 +300,16 @@ class Memory:
         report.seconds = dict(clock.seconds)
         return report
 
+    def _builder(self, store: GraphStore, clock: PhaseClock) -> MemoryBuilder:
+        return MemoryBuilder(
+            store,
+            self.embedder,
+            self.summarizer,
+            self.settings,
+            clock,
+            llm_concurrency=self.llm_concurrency,
+        )
+
     def _save_settings_once(self, store: GraphStore) -> None:
         if store.load_settings() is None:
             store.save_settings(self.settings.to_dict())
@@ -307,7 +323,7 @@ class Memory:
         clock = PhaseClock()
         store = cast(GraphStore, TimedStore(self.store, clock))
         report = BatchReport(None, 0, summarizer=self.summarizer.backend)
-        builder = MemoryBuilder(store, self.embedder, self.summarizer, self.settings, clock)
+        builder = self._builder(store, clock)
         store.prepare(self.embedder.dim)
         with store.transaction():
             store.clear(keep_chunks=True)

@@ -86,6 +86,13 @@ class _Progress:
     show_default=True,
     help="extractive: offline, no model. openai: CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint.",
 )
+@click.option(
+    "--llm-concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="LLM calls in flight at once (summaries of a batch); extractive runs serially.",
+)
 @click.option("--chunk-tokens", type=int, help="New memory: tokens per chunk [16, 4096].")
 @click.option("--alpha", type=float, help="New memory: cosine weight in the edge score [0, 1].")
 @click.option("--sigma", type=float, help="New memory: positional decay (> 0).")
@@ -107,6 +114,7 @@ def ingest(
     document: str | None,
     rebuild: bool,
     summarizer: str,
+    llm_concurrency: int,
     as_json: bool,
     **setting_values: Any,
 ) -> None:
@@ -122,7 +130,11 @@ def ingest(
     if not paths and not rebuild:
         raise click.UsageError("give at least one PATH (a file, a folder or -), or --rebuild")
     memory = open_memory(
-        store, memory_name, settings=_settings(setting_values), summarizer=summarizer
+        store,
+        memory_name,
+        settings=_settings(setting_values),
+        summarizer=summarizer,
+        llm_concurrency=llm_concurrency,
     )
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
 

@@ -55,6 +55,7 @@ def open_memory(
     *,
     settings: Settings | None = None,
     summarizer: str = "extractive",
+    llm_concurrency: int = 4,
 ) -> Memory:
     env = Environment.from_env()
     try:
@@ -64,6 +65,7 @@ def open_memory(
             settings=settings,
             summarizer=summarizer_for(summarizer, env),
             environment=env,
+            llm_concurrency=llm_concurrency,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

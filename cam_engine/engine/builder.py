@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,7 @@ from cam_engine.graph.ego_split import replica_edges, resplit
 from cam_engine.graph.propagation import propagate
 from cam_engine.graph.similarity import Located, expand, window_radius
 from cam_engine.graph.split import split_cluster
-from cam_engine.llm.base import Summarizer
+from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
 from cam_engine.store.base import GraphStore
 from cam_engine.types import SUMMARY, Edge, Node, Replica
 
@@ -87,7 +88,10 @@ class MemoryBuilder:
         summarizer: Summarizer,
         settings: Settings,
         clock: PhaseClock,
+        *,
+        llm_concurrency: int = 1,
     ) -> None:
+        self.llm_concurrency = llm_concurrency
         self.store = store
         self.embedder = embedder
         self.summarizer = summarizer
@@ -354,15 +358,15 @@ class MemoryBuilder:
     ) -> None:
         store = self.store
         children = store.get_nodes({m for sid in ids for m in members[sid]})
-        nodes: list[Node] = []
-        for sid in ids:
-            ordered = sorted(
+        groups = [
+            sorted(
                 (children[m] for m in members[sid] if m in children),
                 key=lambda n: (n.doc_id or "", n.position or 0.0, n.id),
             )
-            result = self.summarizer.summarize(
-                [n.text for n in ordered], max_words=self.settings.summary_words
-            )
+            for sid in ids
+        ]
+        nodes: list[Node] = []
+        for sid, ordered, result in zip(ids, groups, self._summarize_all(groups), strict=True):
             report.usage += result.usage
             docs = {n.doc_id for n in ordered}
             positions = [n.position for n in ordered if n.position is not None]
@@ -383,6 +387,19 @@ class MemoryBuilder:
             node.embedding = vector
         store.upsert_nodes(nodes)
         store.set_members({sid: members[sid] for sid in ids}, level)
+
+    def _summarize_all(self, groups: list[list[Node]]) -> list[SummaryResult]:
+        """Summaries of independent clusters; an LLM backend gets up to
+        ``llm_concurrency`` calls in flight (the extractive one is CPU-bound: serial)."""
+
+        def summarize(group: list[Node]) -> SummaryResult:
+            texts = [n.text for n in group]
+            return self.summarizer.summarize(texts, max_words=self.settings.summary_words)
+
+        if self.llm_concurrency <= 1 or len(groups) <= 1 or self.summarizer.backend == EXTRACTIVE:
+            return [summarize(g) for g in groups]
+        with ThreadPoolExecutor(max_workers=self.llm_concurrency) as pool:
+            return list(pool.map(summarize, groups))
 
     def _relink(self, level: int, summaries: set[str]) -> tuple[set[EdgeKey], set[EdgeKey]]:
         """Recompute the edges of ``summaries``; returns (appeared or vanished, re-weighted).

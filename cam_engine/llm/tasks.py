@@ -1,0 +1,110 @@
+"""The select and answer tasks served by a chat model through prompt files.
+
+- ``ChatSelector`` (``select`` prompt): one turn of prune-and-grow. A reply without a
+  list of passage numbers is asked for again, at most ``retries`` more times; then the
+  selection is empty, which ends prune-and-grow (the reference ends its loop after
+  two failed tries, our default).
+- ``ChatAnswerer`` (``answer`` prompt): the answer from the retrieved passages. An
+  empty reply is asked for once more, then it is an ``LLMError``.
+
+Both call the model at temperature 0 and count the usage of every call. Transport
+failures (``LLMError`` from the chat model) propagate: they are not a bad reply.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from cam_engine.errors import ConfigError, LLMError
+from cam_engine.llm.base import AnswerText, Candidate, ChatModel, Selection, Usage
+from cam_engine.llm.parsers import parse_number_list, strip_thinking
+from cam_engine.llm.prompts import load_prompt
+from cam_engine.llm.summarizer import number_passages
+
+logger = logging.getLogger(__name__)
+
+SELECT_PROMPT = "select"
+ANSWER_PROMPT = "answer"
+NO_CONTEXT = "(no passages were found)"
+
+
+def _check_count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+class ChatSelector:
+    """``Selector`` that asks a chat model which candidates help answer the question."""
+
+    def __init__(self, chat: ChatModel, *, max_tokens: int = 64, retries: int = 1) -> None:
+        self._chat = chat
+        self._max_tokens = _check_count("max_tokens", max_tokens, minimum=1)
+        self._retries = _check_count("retries", retries, minimum=0)
+        self._prompt = load_prompt(SELECT_PROMPT)
+
+    @property
+    def backend(self) -> str:
+        return self._chat.name
+
+    @property
+    def prompt_version(self) -> int:
+        return self._prompt.version
+
+    def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
+        if not candidates:
+            return Selection([], self.backend, Usage())
+        passages = number_passages([c.text for c in candidates])
+        messages = self._prompt.render(question=question, passages=passages)
+        usage = Usage()
+        attempts = 1 + self._retries
+        for attempt in range(1, attempts + 1):
+            completion = self._chat.complete(messages, max_tokens=self._max_tokens, temperature=0.0)
+            usage += completion.usage
+            numbers = parse_number_list(completion.text, count=len(candidates))
+            if numbers is not None:
+                return Selection([n - 1 for n in numbers], self.backend, usage)
+            logger.warning(
+                "%s: no list of passage numbers in the reply %r (attempt %d of %d)",
+                self.backend,
+                completion.text[:200],
+                attempt,
+                attempts,
+            )
+        logger.warning("%s: selection failed %d times; selecting nothing", self.backend, attempts)
+        return Selection([], self.backend, usage)
+
+
+class ChatAnswerer:
+    """``Answerer`` that asks a chat model for a concise answer from the context only."""
+
+    def __init__(self, chat: ChatModel, *, max_tokens: int = 512) -> None:
+        self._chat = chat
+        self._max_tokens = _check_count("max_tokens", max_tokens, minimum=1)
+        self._prompt = load_prompt(ANSWER_PROMPT)
+
+    @property
+    def backend(self) -> str:
+        return self._chat.name
+
+    @property
+    def prompt_version(self) -> int:
+        return self._prompt.version
+
+    def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
+        texts = [p for p in passages if p.strip()]
+        context = number_passages(texts) if texts else NO_CONTEXT
+        messages = self._prompt.render(question=question, context=context)
+        usage = Usage()
+        for attempt in (1, 2):
+            completion = self._chat.complete(messages, max_tokens=self._max_tokens, temperature=0.0)
+            usage += completion.usage
+            text = strip_thinking(completion.text).strip()
+            if text:
+                return AnswerText(text, self.backend, usage)
+            logger.warning("%s returned an empty answer (attempt %d of 2)", self.backend, attempt)
+        raise LLMError(
+            f"{self.backend} returned an empty answer twice "
+            "(if it is a reasoning model, raise max_tokens)"
+        )

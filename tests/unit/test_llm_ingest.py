@@ -1,0 +1,77 @@
+"""Ingest with an LLM summarizer over the OpenAI-compatible protocol (scripted server)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from cam_engine import Memory, Settings
+from cam_engine.cli.main import cli
+from cam_engine.embed import HashingEmbedder
+from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
+from tests.conftest import shared_file
+from tests.support.chat_server import ChatServer, Fault, Reply
+
+EMBEDDER = HashingEmbedder(64)
+SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.3, chunk_tokens=60)
+
+
+def summary_of(request: dict) -> str:
+    # A deterministic "model": the first words of the prompt's passages.
+    prompt = request["messages"][-1]["content"]
+    return "Summary: " + " ".join(prompt.split()[-12:])
+
+
+def test_summaries_overlap_up_to_the_concurrency_limit(tmp_path: Path) -> None:
+    text = shared_file("haystacks/paul_graham/gap.txt").read_text()[:6000]
+    with ChatServer(default=Reply(summary_of, delay=0.05)) as server:
+        chat = OpenAICompatibleChat(server.base_url, "scripted", timeout=5.0)
+        with Memory.open(
+            tmp_path / "m.db",
+            "llm",
+            settings=SETTINGS,
+            embedder=EMBEDDER,
+            summarizer=ChatSummarizer(chat),
+            llm_concurrency=3,
+        ) as memory:
+            report = memory.ingest_text(text, "gap", batch_size=64)
+            summaries = sum(row["nodes"] for row in memory.stats()["levels"][1:])
+            backends = memory.stats()["summaries_by_backend"]
+        calls = len(server.requests)
+        assert 1 < server.max_in_flight <= 3
+    assert calls == sum(b.usage.calls for b in report.batches) >= summaries
+    assert backends == {"openai:scripted": summaries}
+    assert all(b.usage.prompt_tokens > 0 for b in report.batches if b.summaries_written)
+
+
+def test_cli_reports_llm_calls_and_a_dead_endpoint_leaves_no_batch(tmp_path: Path) -> None:
+    text_file = tmp_path / "gap.txt"
+    text_file.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:3000])
+    store = str(tmp_path / "cli.db")
+    with ChatServer(default=Reply(summary_of)) as server:
+        env = {
+            "CAM_STORE": store,
+            "CAM_EMBED_MODEL": EMBEDDER.name,
+            "CAM_LLM_BASE_URL": server.base_url,
+            "CAM_LLM_MODEL": "scripted",
+        }
+        args = ["ingest", str(text_file), "--summarizer", "openai", "--theta", "0.3", "--json"]
+        result = CliRunner().invoke(cli, args, env=env)
+        assert result.exit_code == 0, result.output
+        batches = [json.loads(line) for line in result.output.splitlines()]
+        assert sum(b["llm_calls"] for b in batches) == len(server.requests) > 0
+        assert all(b["summarizer"] == "openai:scripted" for b in batches)
+    # An endpoint that rejects the calls: a new document fails with one line naming the
+    # endpoint, and the memory is unchanged.
+    before = CliRunner().invoke(cli, ["stats", "--json"], env=env).output
+    other = tmp_path / "other.txt"
+    other.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[3000:6000])
+    with ChatServer(default=Fault(400, body="model not loaded")) as rejecting:
+        env["CAM_LLM_BASE_URL"] = endpoint = rejecting.base_url
+        failed = CliRunner().invoke(cli, ["ingest", str(other), "--summarizer", "openai"], env=env)
+    assert failed.exit_code == 1
+    lines = failed.output.strip().splitlines()
+    assert len(lines) == 1 and endpoint in lines[0] and "400" in lines[0]
+    assert CliRunner().invoke(cli, ["stats", "--json"], env=env).output == before
