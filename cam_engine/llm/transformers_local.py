@@ -41,6 +41,9 @@ class TransformersChat:
             try:
                 import torch
                 from transformers import AutoModelForCausalLM, AutoTokenizer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
 
                 tokenizer = AutoTokenizer.from_pretrained(self._path, local_files_only=True)
                 model = AutoModelForCausalLM.from_pretrained(self._path, local_files_only=True)
