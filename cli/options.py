@@ -11,7 +11,7 @@ import click
 
 from cam_engine import Environment, Memory, Settings
 from cam_engine.errors import CamError
-from cam_engine.llm import ExtractiveSummarizer, Summarizer
+from cam_engine.llm import ChatModel, ExtractiveSummarizer, Summarizer
 
 
 def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -39,6 +39,22 @@ def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(
         command
     )
+
+
+def chat_for(name: str, env: Environment, model_dir: str | None = None) -> ChatModel:
+    """The chat model behind --llm: an OpenAI-compatible endpoint or a local model."""
+    if name == "local":
+        if not model_dir:
+            raise click.UsageError("--llm local needs --model-dir DIR (a transformers model)")
+        from cam_engine.llm.transformers_local import TransformersChat
+
+        return TransformersChat(model_dir)
+    from cam_engine.llm import OpenAICompatibleChat
+
+    try:
+        return OpenAICompatibleChat.from_environment(env)
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 def summarizer_for(name: str, env: Environment) -> Summarizer:

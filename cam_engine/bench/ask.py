@@ -158,7 +158,8 @@ def hotpot_corpus(path: Path, n_questions: int) -> Corpus:
         questions.append(row["question"])
         gold.append({ids[t] for t, _ in row["supporting_facts"] if t in ids})
     chunks = [
-        c.text for doc_id, text in documents
+        c.text
+        for doc_id, text in documents
         for c in chunk_document(doc_id, text, settings.chunk_tokens)
     ]
     return Corpus("hotpot", settings, documents, None, chunks, questions, gold)
@@ -179,9 +180,7 @@ def build(memory: Memory, corpus: Corpus) -> float:
     return time.perf_counter() - start - embed
 
 
-def ask_all(
-    memory: Memory, timed: TimedEmbedder, corpus: Corpus, strategy: str
-) -> dict[str, Any]:
+def ask_all(memory: Memory, timed: TimedEmbedder, corpus: Corpus, strategy: str) -> dict[str, Any]:
     for question in corpus.questions[:WARM_UP]:
         memory.ask(question, strategy=strategy)
     engine_ms: list[float] = []
@@ -274,9 +273,7 @@ def run(
                             label = f"{corpus.name}/{store_name}/{strategy}"
                             figures = ask_all(memory, timed, corpus, strategy)
                             figures["target_p95_ms"] = TARGET_P95_MS[store_name]
-                            figures["meets_target"] = (
-                                figures["p95_ms"] <= TARGET_P95_MS[store_name]
-                            )
+                            figures["meets_target"] = figures["p95_ms"] <= TARGET_P95_MS[store_name]
                             cases[label] = figures
                             print(f"{label}: {figures}", file=sys.stderr)
                             ratio = figures["p95_ms"] / TARGET_P95_MS[store_name]

@@ -16,10 +16,7 @@ from typing import Any
 
 from cam_engine.errors import ConfigError, LLMError
 from cam_engine.llm.base import Completion, Message, Usage
-
-
-def strip_reasoning(text: str) -> str:
-    return text.rsplit("</think>", 1)[-1].strip()
+from cam_engine.llm.parsers import strip_thinking
 
 
 class TransformersChat:
@@ -84,4 +81,4 @@ class TransformersChat:
         new = output[0][prompt_tokens:]
         text = tokenizer.decode(new, skip_special_tokens=True)
         usage = Usage(1, prompt_tokens, int(new.shape[0]), time.perf_counter() - start)
-        return Completion(strip_reasoning(text), self.name, usage)
+        return Completion(strip_thinking(text).strip(), self.name, usage)

@@ -75,3 +75,31 @@ def test_cli_reports_llm_calls_and_a_dead_endpoint_leaves_no_batch(tmp_path: Pat
     lines = failed.output.strip().splitlines()
     assert len(lines) == 1 and endpoint in lines[0] and "400" in lines[0]
     assert CliRunner().invoke(cli, ["stats", "--json"], env=env).output == before
+
+
+def test_ask_through_an_llm_endpoint(tmp_path: Path) -> None:
+    """`cam ask --llm openai`: the model selects passages and writes the answer; the
+    JSON output accounts for every call and its tokens."""
+    text_file = tmp_path / "gap.txt"
+    text_file.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:4000])
+    env = {"CAM_STORE": str(tmp_path / "ask.db"), "CAM_EMBED_MODEL": EMBEDDER.name}
+    assert (
+        CliRunner().invoke(cli, ["ingest", str(text_file), "--theta", "0.3"], env=env).exit_code
+        == 0
+    )
+
+    def reply(request: dict) -> str:
+        prompt = request["messages"][-1]["content"]
+        return "[1]" if "[1]" in prompt and "Reply with" in prompt else "The rich got richer."
+
+    with ChatServer(default=Reply(reply)) as server:
+        env |= {"CAM_LLM_BASE_URL": server.base_url, "CAM_LLM_MODEL": "scripted"}
+        result = CliRunner().invoke(
+            cli, ["ask", "Why did the gap grow?", "--llm", "openai", "--json"], env=env
+        )
+        calls = len(server.requests)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["backend"] == "openai:scripted"
+    assert data["llm_calls"] == calls >= 2 and data["prompt_tokens"] > 0
+    assert data["evidence"] and data["turns"][0]

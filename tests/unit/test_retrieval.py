@@ -3,53 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from cam_engine.llm.base import Candidate, Selection, Usage
 from cam_engine.retrieval import context_passages, global_top_k, prune_and_grow, traverse
-from cam_engine.store.base import DocumentRecord, GraphStore
-from cam_engine.store.sqlite import SqliteStore
-from cam_engine.types import CHUNK, SUMMARY, Edge, Node
-
-
-def axis(i: int, dim: int = 16) -> np.ndarray:
-    v = np.zeros(dim, dtype=np.float32)
-    v[i] = 1.0
-    return v
-
-
-def mix(*parts: tuple[int, float]) -> np.ndarray:
-    v = sum(w * axis(i) for i, w in parts)
-    return (v / np.linalg.norm(v)).astype(np.float32)
-
-
-@pytest.fixture()
-def memory(tmp_path: Path) -> GraphStore:
-    """Six chunks in a chain (c0-c5), two summaries over them, one top summary.
-
-    The question points at axis 0: c0 is closest, then c1 (which leans to axis 0).
-    """
-    store = SqliteStore(tmp_path / "r.db", "r")
-    chunks = [Node(f"c{i}", 0, CHUNK, f"chunk {i}", "d", i, axis(i)) for i in range(6)]
-    chunks[1].embedding = mix((1, 1.0), (0, 0.6))
-    with store.transaction():
-        store.upsert_document(DocumentRecord("d", "d.txt", None, 6))
-        store.upsert_nodes(chunks)
-        store.upsert_edges([Edge.make(f"c{i}", f"c{i + 1}", 0, 0.8) for i in range(5)])
-        store.upsert_nodes(
-            [
-                Node("s1-0", 1, SUMMARY, "first half", "d", 1.0, mix((0, 0.5), (1, 0.5), (2, 0.5))),
-                Node("s1-1", 1, SUMMARY, "second half", "d", 4.0, mix((3, 1), (4, 1), (5, 1))),
-                Node("s2-0", 2, SUMMARY, "all", "d", 2.5, mix(*((i, 1.0) for i in range(6)))),
-            ]
-        )
-        store.upsert_edges([Edge.make("s1-0", "s1-1", 1, 1.0)])
-        store.set_members({"s1-0": ["c0", "c1", "c2"], "s1-1": ["c3", "c4", "c5"]}, 1)
-        store.set_members({"s2-0": ["s1-0", "s1-1"]}, 2)
-    return store
+from cam_engine.store.base import GraphStore
+from tests.unit.tiny_memory import axis, mix
 
 
 class ScriptedSelector:
@@ -69,23 +29,23 @@ class ScriptedSelector:
         return Selection([i for i, c in enumerate(candidates) if c.text in wanted], "x", Usage(1))
 
 
-def test_global_is_exact_top_k_over_all_levels(memory: GraphStore) -> None:
+def test_global_is_exact_top_k_over_all_levels(tiny_memory: GraphStore) -> None:
     q = axis(0)
-    found = global_top_k(memory, q, 3)
-    everything = [n for lv in (0, 1, 2) for n in memory.nodes_at_level(lv, embeddings=True)]
+    found = global_top_k(tiny_memory, q, 3)
+    everything = [n for lv in (0, 1, 2) for n in tiny_memory.nodes_at_level(lv, embeddings=True)]
     expected = sorted(everything, key=lambda n: -float(n.embedding @ q))[:3]
     assert [n.id for n in found.activated] == [n.id for n in expected]
 
 
-def test_traverse_goes_down_through_children(memory: GraphStore) -> None:
-    found = traverse(memory, axis(0), 1)
+def test_traverse_goes_down_through_children(tiny_memory: GraphStore) -> None:
+    found = traverse(tiny_memory, axis(0), 1)
     assert [t for t in found.turns] == [["s2-0"], ["s1-0"], ["c0"]]
     assert found.candidates[1] == ["s1-0", "s1-1"]
 
 
-def test_prune_and_grow_follows_neighbours_and_children(memory: GraphStore) -> None:
+def test_prune_and_grow_follows_neighbours_and_children(tiny_memory: GraphStore) -> None:
     selector = ScriptedSelector([{"chunk 0", "first half"}, {"chunk 1", "chunk 2"}, set()])
-    found = prune_and_grow(memory, "q", axis(0), selector, top_k=3, max_turns=5)
+    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=3, max_turns=5)
     assert found.turns == [["c0", "s1-0"], ["c1", "c2"], []]
     assert found.stop == "the activated set stopped growing"
     assert {n.id for n in found.activated} == {"c0", "s1-0", "c1", "c2"}
@@ -94,16 +54,16 @@ def test_prune_and_grow_follows_neighbours_and_children(memory: GraphStore) -> N
     assert found.usage.calls == 3
 
 
-def test_prune_and_grow_stops_at_max_turns(memory: GraphStore) -> None:
+def test_prune_and_grow_stops_at_max_turns(tiny_memory: GraphStore) -> None:
     walk = [{f"chunk {i}"} for i in range(6)]
     selector = ScriptedSelector(walk)
-    found = prune_and_grow(memory, "q", axis(0), selector, top_k=1, max_turns=3)
+    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=1, max_turns=3)
     assert found.turns == [["c0"], ["c1"], ["c2"]]
     assert found.stop == "reached max_turns (3)"
 
 
-def test_context_merges_adjacent_chunks_then_summaries(memory: GraphStore) -> None:
-    nodes = memory.get_nodes(["c4", "c0", "s2-0", "c1", "s1-0"])
+def test_context_merges_adjacent_chunks_then_summaries(tiny_memory: GraphStore) -> None:
+    nodes = tiny_memory.get_nodes(["c4", "c0", "s2-0", "c1", "s1-0"])
     passages = context_passages(list(nodes.values()))
     assert [[n.id for n in group] for group, _ in passages] == [
         ["c0", "c1"],

@@ -9,7 +9,7 @@ import pytest
 
 from cam_engine.errors import ConfigError
 from cam_engine.llm import Message
-from cam_engine.llm.transformers_local import TransformersChat, strip_reasoning
+from cam_engine.llm.transformers_local import TransformersChat
 
 TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} {% endfor %}"
@@ -62,8 +62,3 @@ def test_generates_with_the_chat_template_and_token_limit(tiny_model: Path) -> N
 def test_missing_directory_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         TransformersChat(tmp_path / "nope")
-
-
-def test_reasoning_is_dropped() -> None:
-    assert strip_reasoning("<think>hmm</think> Paris") == "Paris"
-    assert strip_reasoning("no thinking") == "no thinking"
