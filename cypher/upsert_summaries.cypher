@@ -3,5 +3,5 @@ UNWIND $rows AS row
 MERGE (n:MemoryNode {memory: $memory, id: row.id})
 SET n:Summary, n.level = row.level, n.kind = row.kind, n.doc_id = row.doc_id,
     n.position = row.position, n.text = row.text, n.embedding = row.embedding,
-    n.props = row.props, n.backend = row.backend
+    n.vector_f32 = row.vector_f32, n.props = row.props, n.backend = row.backend
 SET n:$($vector_label)

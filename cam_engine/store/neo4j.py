@@ -203,6 +203,9 @@ class Neo4jStore:
                 "position": n.position,
                 "text": n.text,
                 "embedding": None if n.embedding is None else [float(x) for x in n.embedding],
+                "vector_f32": None
+                if n.embedding is None
+                else np.asarray(n.embedding, dtype=np.float32).tobytes(),
                 "props": json.dumps(n.props, sort_keys=True),
                 "backend": n.props.get("backend"),
             }
@@ -267,8 +270,9 @@ class Neo4jStore:
         # own scores are approximate and would order near-ties differently.
         ids = sorted({i for row in found for i in row})
         vectors = {
-            row["id"]: np.asarray(row["embedding"], dtype=np.float32)
+            row["id"]: np.frombuffer(row["vector_f32"], dtype=np.float32)
             for row in self._run("embeddings", ids=ids)
+            if row["vector_f32"] is not None
         }
         for q, row in enumerate(found):
             row = [i for i in row if i in vectors]
@@ -400,7 +404,7 @@ class Neo4jStore:
 
 
 def _node(row: Mapping[str, Any]) -> Node:
-    embedding = row.get("embedding")
+    blob = row.get("vector_f32")
     return Node(
         id=row["id"],
         level=int(row["level"]),
@@ -408,7 +412,7 @@ def _node(row: Mapping[str, Any]) -> Node:
         text=row["text"],
         doc_id=row["doc_id"],
         position=row["position"],
-        embedding=None if embedding is None else np.asarray(embedding, dtype=np.float32),
+        embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32),
         props=json.loads(row["props"]) if row.get("props") else {},
     )
 
