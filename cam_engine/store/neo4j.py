@@ -97,10 +97,12 @@ class Neo4jStore:
         params.setdefault("memory", self._memory)
         query = load_query(query_name)
         try:
+            # dict(record), not Result.data(): data() walks every value in Python and
+            # made reading a hundred vectors 50x slower.
             if self._tx is not None:
-                return self._tx.run(query, params).data()  # type: ignore[no-any-return]
+                return [dict(record) for record in self._tx.run(query, params)]
             with self._driver.session(database=self._database) as session:
-                return session.run(query, params).data()  # type: ignore[no-any-return]
+                return [dict(record) for record in session.run(query, params)]
         except neo4j.exceptions.ServiceUnavailable as exc:
             raise StoreError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
