@@ -23,21 +23,22 @@ def number_passages(texts: Sequence[str]) -> str:
     return "\n\n".join(f"[{i}] {text.strip()}" for i, text in enumerate(texts, start=1))
 
 
-class ChatSummarizer:
-    """``Summarizer`` that asks a chat model (temperature 0) for each summary.
+def check_count(name: str, value: object, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
 
-    An empty reply is asked for once more, then it is an ``LLMError``; usage counts
-    every call made.
-    """
 
-    def __init__(self, chat: ChatModel, *, max_tokens: int | None = None) -> None:
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+class ChatTask:
+    """A task served by a chat model through one prompt file; ``backend`` is the model's
+    name, so every output says who wrote it."""
+
+    def __init__(self, chat: ChatModel, prompt: str, max_tokens: int | None) -> None:
+        if max_tokens is not None:
+            check_count("max_tokens", max_tokens, minimum=1)
         self._chat = chat
         self._max_tokens = max_tokens
-        self._prompt = load_prompt(PROMPT)
+        self._prompt = load_prompt(prompt)
 
     @property
     def backend(self) -> str:
@@ -46,6 +47,17 @@ class ChatSummarizer:
     @property
     def prompt_version(self) -> int:
         return self._prompt.version
+
+
+class ChatSummarizer(ChatTask):
+    """``Summarizer`` that asks a chat model (temperature 0) for each summary.
+
+    An empty reply is asked for once more, then it is an ``LLMError``; usage counts
+    every call made.
+    """
+
+    def __init__(self, chat: ChatModel, *, max_tokens: int | None = None) -> None:
+        super().__init__(chat, PROMPT, max_tokens)
 
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
         if isinstance(max_words, bool) or not isinstance(max_words, int) or max_words < 1:

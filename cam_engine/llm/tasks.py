@@ -16,11 +16,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from cam_engine.errors import ConfigError, LLMError
+from cam_engine.errors import LLMError
 from cam_engine.llm.base import AnswerText, Candidate, ChatModel, Selection, Usage
 from cam_engine.llm.parsers import parse_number_list, strip_thinking
-from cam_engine.llm.prompts import load_prompt
-from cam_engine.llm.summarizer import number_passages
+from cam_engine.llm.summarizer import ChatTask, check_count, number_passages
 
 logger = logging.getLogger(__name__)
 
@@ -29,28 +28,12 @@ ANSWER_PROMPT = "answer"
 NO_CONTEXT = "(no passages were found)"
 
 
-def _check_count(name: str, value: object, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-class ChatSelector:
+class ChatSelector(ChatTask):
     """``Selector`` that asks a chat model which candidates help answer the question."""
 
     def __init__(self, chat: ChatModel, *, max_tokens: int = 64, retries: int = 1) -> None:
-        self._chat = chat
-        self._max_tokens = _check_count("max_tokens", max_tokens, minimum=1)
-        self._retries = _check_count("retries", retries, minimum=0)
-        self._prompt = load_prompt(SELECT_PROMPT)
-
-    @property
-    def backend(self) -> str:
-        return self._chat.name
-
-    @property
-    def prompt_version(self) -> int:
-        return self._prompt.version
+        super().__init__(chat, SELECT_PROMPT, check_count("max_tokens", max_tokens, minimum=1))
+        self._retries = check_count("retries", retries, minimum=0)
 
     def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
         if not candidates:
@@ -76,21 +59,11 @@ class ChatSelector:
         return Selection([], self.backend, usage)
 
 
-class ChatAnswerer:
+class ChatAnswerer(ChatTask):
     """``Answerer`` that asks a chat model for a concise answer from the context only."""
 
     def __init__(self, chat: ChatModel, *, max_tokens: int = 512) -> None:
-        self._chat = chat
-        self._max_tokens = _check_count("max_tokens", max_tokens, minimum=1)
-        self._prompt = load_prompt(ANSWER_PROMPT)
-
-    @property
-    def backend(self) -> str:
-        return self._chat.name
-
-    @property
-    def prompt_version(self) -> int:
-        return self._prompt.version
+        super().__init__(chat, ANSWER_PROMPT, check_count("max_tokens", max_tokens, minimum=1))
 
     def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
         texts = [p for p in passages if p.strip()]
