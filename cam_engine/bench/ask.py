@@ -46,8 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from cam_engine.bench.stores import CachingEmbedder, default_book, percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
@@ -92,29 +90,6 @@ BOOK_QUESTIONS = [
 def default_hotpot() -> Path:
     data = Path(__file__).resolve().parents[3] / "shared" / "data"
     return data / "hotpotqa" / "hotpotqa_dev_200.jsonl"
-
-
-class TimedEmbedder:
-    """Forwards to another embedder and adds up the seconds spent in it."""
-
-    def __init__(self, inner: CachingEmbedder) -> None:
-        self._inner = inner
-        self.seconds = 0.0
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        start = time.perf_counter()
-        try:
-            return self._inner.embed(texts)
-        finally:
-            self.seconds += time.perf_counter() - start
 
 
 @dataclass
@@ -181,7 +156,9 @@ def build(memory: Memory, corpus: Corpus) -> float:
     return time.perf_counter() - start - embed
 
 
-def ask_all(memory: Memory, timed: TimedEmbedder, corpus: Corpus, strategy: str) -> dict[str, Any]:
+def ask_all(
+    memory: Memory, timed: CachingEmbedder, corpus: Corpus, strategy: str
+) -> dict[str, Any]:
     for question in corpus.questions[:WARM_UP]:
         memory.ask(question, strategy=strategy)
     engine_ms: list[float] = []
@@ -240,7 +217,6 @@ def run(
         caching.embed(corpus.chunks)
         caching.embed(corpus.questions)
     precompute_s = time.perf_counter() - start
-    timed = TimedEmbedder(caching)
 
     names = {c.name: f"bench{uuid.uuid4().hex[:12]}" for c in corpora}
     cases: dict[str, dict[str, Any]] = {}
@@ -263,7 +239,7 @@ def run(
                     else:
                         location = neo4j_uri
                     memory = Memory.open(
-                        location, names[corpus.name], settings=corpus.settings, embedder=timed
+                        location, names[corpus.name], settings=corpus.settings, embedder=caching
                     )
                     with memory:
                         info[f"{store_name}_ingest_s"] = round(build(memory, corpus), 2)
@@ -272,7 +248,7 @@ def run(
                         ]
                         for strategy in STRATEGIES:
                             label = f"{corpus.name}/{store_name}/{strategy}"
-                            figures = ask_all(memory, timed, corpus, strategy)
+                            figures = ask_all(memory, caching, corpus, strategy)
                             figures["target_p95_ms"] = TARGET_P95_MS[store_name]
                             figures["meets_target"] = figures["p95_ms"] <= TARGET_P95_MS[store_name]
                             cases[label] = figures
@@ -288,7 +264,7 @@ def run(
                     Path(folder) / f"{corpus.name}.db" if store_name == "sqlite" else neo4j_uri
                 )
                 with Memory.open(
-                    location, names[corpus.name], settings=corpus.settings, embedder=timed
+                    location, names[corpus.name], settings=corpus.settings, embedder=caching
                 ) as memory:
                     profile_case(memory, corpus, strategy, slowest[1])
     finally:

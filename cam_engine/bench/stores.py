@@ -66,6 +66,7 @@ class CachingEmbedder:
         self._inner = inner
         self._cache: dict[str, np.ndarray] = {}
         self.computed = 0  # texts embedded by the inner model
+        self.seconds = 0.0  # spent in embed(), cache hits included
 
     @property
     def name(self) -> str:
@@ -76,14 +77,18 @@ class CachingEmbedder:
         return self._inner.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            vectors = self._inner.embed(missing)
-            self._cache.update(zip(missing, vectors, strict=True))
-            self.computed += len(missing)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+        start = time.perf_counter()
+        try:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+            if missing:
+                vectors = self._inner.embed(missing)
+                self._cache.update(zip(missing, vectors, strict=True))
+                self.computed += len(missing)
+            if not texts:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._cache[t] for t in texts])
+        finally:
+            self.seconds += time.perf_counter() - start
 
 
 def ingest_seconds(reports: Sequence[BatchReport]) -> float:
