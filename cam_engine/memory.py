@@ -37,7 +37,7 @@ from cam_engine.retrieval import (
 )
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
-from cam_engine.types import CHUNK, Chunk, Node
+from cam_engine.types import CHUNK, Chunk, Node, ViewNode
 
 logger = logging.getLogger(__name__)
 
@@ -390,6 +390,35 @@ class Memory:
         return AskResult(
             question, reply.text, reply.backend, evidence, found, found.usage + reply.usage
         )
+
+    # --- what the adapters build on ---------------------------------------------------------
+    def documents(self) -> list[DocumentRecord]:
+        return self.store.documents()
+
+    def document_chunks(self, doc_id: str) -> list[Node]:
+        """A document's level-0 chunks in reading order (empty for an unknown id)."""
+        record = self.store.get_document(doc_id)
+        if record is None:
+            return []
+        chunks = self.store.chunks_near(doc_id, range(record.chunks))
+        return sorted(chunks, key=_document_order)
+
+    def write_view(self, nodes: Sequence[ViewNode], *, replace_group: bool = False) -> None:
+        """Store an adapter's view nodes in one transaction; with ``replace_group`` the
+        sequences they belong to are emptied first (a view rebuilt from scratch)."""
+        with self.store.transaction():
+            if replace_group:
+                for view, kind, group in sorted({(n.view, n.kind, n.group) for n in nodes}):
+                    self.store.delete_view_nodes(view, kind, group)
+            self.store.upsert_view_nodes(nodes)
+
+    def view_nodes(
+        self, view: str, kind: str, group: str | None = None, *, embeddings: bool = False
+    ) -> list[ViewNode]:
+        return self.store.view_nodes(view, kind, group, embeddings=embeddings)
+
+    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+        return self.store.keyword_search(view, kind, query, k)
 
     def locate(self, question: str, top_k: int = 10) -> list[tuple[Node, float]]:
         """Fast localization (CAM Section 4.2): the ``top_k`` nodes of all levels closest

@@ -75,3 +75,32 @@ class Replica:
     level: int
     label: str  # cluster label from label propagation
     members: frozenset[str]
+
+
+# --- adapter views (ReadAgent, MemAgent, GAM) over the same memory ----------------------
+PAGE = "page"  # ReadAgent episode page with its gist; GAM page-store page
+MEMO = "memo"  # GAM session abstract
+MEMORY_STATE = "memory_state"  # MemAgent's overwritten memory after one step
+VIEW_KINDS = (PAGE, MEMO, MEMORY_STATE)
+
+
+@dataclass
+class ViewNode:
+    """A node of an adapter's view: a sequence (``group``, ordered by ``seq``) of texts
+    that cover or read level-0 chunks of the same memory.
+
+    ``group`` is what the sequence belongs to: a document id for pages and memos, a
+    question run for memory states. ``props`` holds the view's own fields (a page's
+    gist, a state's token count); values are plain JSON scalars.
+    """
+
+    id: str
+    view: str  # the adapter that wrote it: "readagent", "gam" or "memagent"
+    kind: str  # PAGE, MEMO or MEMORY_STATE
+    group: str
+    seq: int
+    text: str
+    doc_id: str | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+    embedding: np.ndarray | None = None
+    chunk_ids: tuple[str, ...] = ()  # level-0 chunks it covers (pages) or read (states)

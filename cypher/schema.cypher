@@ -17,3 +17,7 @@ CREATE INDEX cam_replica_level IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.lev
 CREATE FULLTEXT INDEX cam_node_text IF NOT EXISTS FOR (n:MemoryNode) ON EACH [n.text];
 CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:{vector_label}) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}
+;
+CREATE CONSTRAINT cam_view_node_id IF NOT EXISTS FOR (v:ViewNode) REQUIRE (v.memory, v.id) IS UNIQUE;
+CREATE INDEX cam_view_sequence IF NOT EXISTS FOR (v:ViewNode) ON (v.memory, v.view, v.kind, v.grp, v.seq);
+CREATE FULLTEXT INDEX cam_view_text IF NOT EXISTS FOR (v:ViewNode) ON EACH [v.text]

@@ -3,7 +3,8 @@
 A store is opened for one location and one memory name. Its model is a property
 graph: nodes (chunks at level 0, summaries above) with a level, text and embedding;
 undirected weighted edges within a level; replicas (a node's roles, from ego-splitting)
-carrying cluster labels; and membership links from a summary to its members.
+carrying cluster labels; membership links from a summary to its members; and the
+adapters' view nodes (pages, memos, memory states) linked to the chunks they cover.
 
 Everything a batch changes happens inside ``transaction()``: reads inside it see the
 batch's own writes, and an exception rolls the whole batch back.
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cam_engine.config import Environment
-from cam_engine.types import Edge, Node, Replica
+from cam_engine.types import Edge, Node, Replica, ViewNode
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,30 @@ class GraphStore(Protocol):
 
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]: ...
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]: ...
+
+    # --- adapter views (ReadAgent, MemAgent, GAM) -------------------------------------
+    def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
+        """Write view nodes with their chunk links (replacing both), and relink the
+        order of every sequence they belong to."""
+        ...
+
+    def view_nodes(
+        self, view: str, kind: str, group: str | None = None, *, embeddings: bool = False
+    ) -> list[ViewNode]:
+        """One view's nodes of one kind, ordered by (group, seq)."""
+        ...
+
+    def delete_view_nodes(
+        self, view: str, kind: str | None = None, group: str | None = None
+    ) -> int: ...
+    def view_counts(self) -> dict[str, dict[str, int]]:
+        """{view: {kind: nodes}} for the views present in this memory."""
+        ...
+
+    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+        """Best ``k`` (id, score) of a view's nodes for a keyword query, best first:
+        BM25 on the embedded store, the full-text index on Neo4j."""
+        ...
 
     # --- reporting ----------------------------------------------------------------
     def stats(self) -> dict[str, Any]: ...

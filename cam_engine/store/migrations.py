@@ -41,6 +41,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX members_by_member ON members (memory, member_id);
         """,
     ),
+    (
+        "002_views",
+        """
+        CREATE TABLE view_nodes (
+            memory TEXT NOT NULL, id TEXT NOT NULL, view TEXT NOT NULL, kind TEXT NOT NULL,
+            grp TEXT NOT NULL, seq INTEGER NOT NULL, doc_id TEXT, text TEXT NOT NULL,
+            props TEXT NOT NULL, embedding BLOB, PRIMARY KEY (memory, id));
+        CREATE INDEX view_nodes_by_sequence ON view_nodes (memory, view, kind, grp, seq);
+        CREATE TABLE view_links (
+            memory TEXT NOT NULL, src TEXT NOT NULL, ord INTEGER NOT NULL,
+            chunk_id TEXT NOT NULL, PRIMARY KEY (memory, src, ord));
+        """,
+    ),
 ]
 
 

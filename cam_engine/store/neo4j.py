@@ -24,7 +24,8 @@ from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.cypher import check_identifier, load_query, statements
-from cam_engine.types import CHUNK, Edge, Node, Replica
+from cam_engine.store.keywords import tokenize
+from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,11 @@ def vector_label(dimensions: int) -> str:
 # The vector index is shared by every memory in the database, so a top-k query asks it
 # for more hits than k and filters them; this many per requested hit, at least.
 _OVERSAMPLE = 4
+
+# View kinds as Browser sees them: a label per kind and the type of its chunk links.
+_VIEW_LABELS = {PAGE: "Page", MEMO: "Memo", MEMORY_STATE: "MemoryState"}
+_VIEW_LINKS = {PAGE: "COVERS", MEMO: "COVERS", MEMORY_STATE: "READ"}
+_VIEW_RESERVED = {"id", "memory", "view", "kind", "grp", "seq", "doc_id", "text", "props"}
 _MIN_CANDIDATES = 100
 
 
@@ -386,6 +392,87 @@ class Neo4jStore:
             result.setdefault(row["member_id"], set()).add(row["summary_id"])
         return result
 
+    # --- adapter views ----------------------------------------------------------------------
+    def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
+        rows = [
+            {
+                "id": n.id,
+                "view": n.view,
+                "kind": n.kind,
+                "grp": n.group,
+                "seq": n.seq,
+                "doc_id": n.doc_id,
+                "text": n.text,
+                "props": json.dumps(n.props, sort_keys=True),
+                "fields": {k: v for k, v in n.props.items() if k not in _VIEW_RESERVED},
+                "vector_f32": None
+                if n.embedding is None
+                else np.asarray(n.embedding, dtype=np.float32).tobytes(),
+                "label": _VIEW_LABELS[n.kind],
+                "link": _VIEW_LINKS[n.kind],
+                "chunk_ids": list(n.chunk_ids),
+            }
+            for n in nodes
+        ]
+        if not rows:
+            return
+        self._run("upsert_view_nodes", rows=rows)
+        groups = sorted({(n.view, n.kind, n.group) for n in nodes})
+        self._run(
+            "link_view_sequence",
+            groups=[{"view": v, "kind": k, "grp": g} for v, k, g in groups],
+        )
+
+    def view_nodes(
+        self, view: str, kind: str, group: str | None = None, *, embeddings: bool = False
+    ) -> list[ViewNode]:
+        rows = self._run("view_nodes", view=view, kind=kind, grp=group, embeddings=embeddings)
+        return [
+            ViewNode(
+                id=r["id"],
+                view=r["view"],
+                kind=r["kind"],
+                group=r["grp"],
+                seq=r["seq"],
+                doc_id=r["doc_id"],
+                text=r["text"],
+                props=json.loads(r["props"]),
+                embedding=None
+                if r["vector_f32"] is None
+                else np.frombuffer(r["vector_f32"], dtype=np.float32),
+                chunk_ids=tuple(r["chunk_ids"]),
+            )
+            for r in rows
+        ]
+
+    def delete_view_nodes(
+        self, view: str, kind: str | None = None, group: str | None = None
+    ) -> int:
+        rows = self._run("delete_view_nodes", view=view, kind=kind, grp=group)
+        return int(rows[0]["deleted"]) if rows else 0
+
+    def view_counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for row in self._run("view_counts"):
+            counts.setdefault(row["view"], {})[row["kind"]] = row["nodes"]
+        return counts
+
+    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+        """Neo4j's full-text (Lucene) index; the query is reduced to its words (joined
+        by spaces: Lucene's OR), so no character of it is read as query syntax."""
+        terms = tokenize(query)
+        if not terms or k < 1:
+            return []
+        rows = self._run(
+            "keyword_search_view",
+            view=view,
+            kind=kind,
+            query=" ".join(terms),
+            candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
+            k=k,
+        )
+        return [(r["id"], float(r["score"])) for r in rows]
+
     # --- reporting ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         levels = [
@@ -402,6 +489,7 @@ class Neo4jStore:
             "overlap": in_two / chunks if chunks else 0.0,
             "nodes_in_two_or_more_clusters": in_two,
             "summaries_by_backend": backends,
+            "views": self.view_counts(),
         }
 
 

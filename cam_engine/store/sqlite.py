@@ -21,8 +21,9 @@ import numpy as np
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord
+from cam_engine.store.keywords import bm25_top_k
 from cam_engine.store.migrations import migrate
-from cam_engine.types import Edge, Node, Replica
+from cam_engine.types import Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +144,8 @@ class SqliteStore:
             self._conn.execute("DELETE FROM nodes WHERE memory = ? AND level > 0", (m,))
         else:
             self._conn.execute("DELETE FROM nodes WHERE memory = ?", (m,))
+            self._conn.execute("DELETE FROM view_nodes WHERE memory = ?", (m,))
+            self._conn.execute("DELETE FROM view_links WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM memories WHERE name = ?", (m,))
         self._vectors.clear()
@@ -467,6 +470,108 @@ class SqliteStore:
             result.setdefault(member_id, set()).add(summary_id)
         return result
 
+    # --- adapter views ----------------------------------------------------------------------
+    def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
+        m = self._memory
+        self._conn.executemany(
+            "INSERT INTO view_nodes (memory, id, view, kind, grp, seq, doc_id, text, props, "
+            "embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (memory, id) DO UPDATE "
+            "SET view = excluded.view, kind = excluded.kind, grp = excluded.grp, "
+            "seq = excluded.seq, doc_id = excluded.doc_id, text = excluded.text, "
+            "props = excluded.props, embedding = excluded.embedding",
+            [
+                (
+                    m,
+                    n.id,
+                    n.view,
+                    n.kind,
+                    n.group,
+                    n.seq,
+                    n.doc_id,
+                    n.text,
+                    json.dumps(n.props, sort_keys=True),
+                    None if n.embedding is None else _blob(n.embedding),
+                )
+                for n in nodes
+            ],
+        )
+        self._conn.executemany(
+            "DELETE FROM view_links WHERE memory = ? AND src = ?", [(m, n.id) for n in nodes]
+        )
+        self._conn.executemany(
+            "INSERT INTO view_links (memory, src, ord, chunk_id) VALUES (?, ?, ?, ?)",
+            [(m, n.id, i, c) for n in nodes for i, c in enumerate(n.chunk_ids)],
+        )
+
+    def view_nodes(
+        self, view: str, kind: str, group: str | None = None, *, embeddings: bool = False
+    ) -> list[ViewNode]:
+        rows = self._q(
+            "SELECT id, view, kind, grp, seq, doc_id, text, props, embedding FROM view_nodes "
+            "WHERE memory = ? AND view = ? AND kind = ? AND (? IS NULL OR grp = ?) "
+            "ORDER BY grp, seq",
+            self._memory,
+            view,
+            kind,
+            group,
+            group,
+        )
+        links: dict[str, list[str]] = {}
+        for src, chunk_id in self._q(
+            "SELECT l.src, l.chunk_id FROM view_links l JOIN view_nodes v "
+            "ON v.memory = l.memory AND v.id = l.src WHERE l.memory = ? AND v.view = ? "
+            "AND v.kind = ? AND (? IS NULL OR v.grp = ?) ORDER BY l.src, l.ord",
+            self._memory,
+            view,
+            kind,
+            group,
+            group,
+        ):
+            links.setdefault(src, []).append(chunk_id)
+        return [
+            ViewNode(
+                id=r[0],
+                view=r[1],
+                kind=r[2],
+                group=r[3],
+                seq=r[4],
+                doc_id=r[5],
+                text=r[6],
+                props=json.loads(r[7]),
+                embedding=_vector(r[8]) if embeddings and r[8] is not None else None,
+                chunk_ids=tuple(links.get(r[0], ())),
+            )
+            for r in rows
+        ]
+
+    def delete_view_nodes(
+        self, view: str, kind: str | None = None, group: str | None = None
+    ) -> int:
+        where = "memory = ? AND view = ? AND (? IS NULL OR kind = ?) AND (? IS NULL OR grp = ?)"
+        params = (self._memory, view, kind, kind, group, group)
+        self._conn.execute(
+            f"DELETE FROM view_links WHERE memory = ? AND src IN "
+            f"(SELECT id FROM view_nodes WHERE {where})",
+            (self._memory, *params),
+        )
+        return self._conn.execute(f"DELETE FROM view_nodes WHERE {where}", params).rowcount
+
+    def view_counts(self) -> dict[str, dict[str, int]]:
+        counts: dict[str, dict[str, int]] = {}
+        for view, kind, n in self._q(
+            "SELECT view, kind, COUNT(*) FROM view_nodes WHERE memory = ? "
+            "GROUP BY view, kind ORDER BY view, kind",
+            self._memory,
+        ):
+            counts.setdefault(view, {})[kind] = n
+        return counts
+
+    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+        """BM25 (rank-bm25's Okapi) over the view's nodes; the index is rebuilt per call,
+        which is cheap next to an LLM call for the few hundred pages of a page-store."""
+        nodes = self.view_nodes(view, kind)
+        return bm25_top_k([(n.id, n.text) for n in nodes], query, k)
+
     # --- reporting -----------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         m = self._memory
@@ -514,6 +619,7 @@ class SqliteStore:
             "overlap": (in_two / nodes[0]) if nodes.get(0) else 0.0,
             "summaries_by_backend": backends,
             "nodes_in_two_or_more_clusters": in_two,
+            "views": self.view_counts(),
         }
 
 

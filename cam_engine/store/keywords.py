@@ -1,0 +1,30 @@
+"""Keyword search for the embedded store: BM25 with rank-bm25 (Okapi, its defaults)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rank_bm25 import BM25Okapi
+
+_WORD = re.compile(r"\w+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word characters: the same rule for documents and queries."""
+    return _WORD.findall(text.lower())
+
+
+def bm25_top_k(docs: Sequence[tuple[str, str]], query: str, k: int) -> list[tuple[str, float]]:
+    """The ``k`` best (id, score) of ``docs`` for ``query``; only positive scores, best
+    first, ties by id so the order is stable."""
+    terms = tokenize(query)
+    if not docs or not terms or k < 1:
+        return []
+    bm25 = BM25Okapi([tokenize(text) or [""] for _, text in docs])
+    scores = bm25.get_scores(terms)
+    ranked = sorted(
+        ((float(score), doc_id) for (doc_id, _), score in zip(docs, scores, strict=True)),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    return [(doc_id, score) for score, doc_id in ranked[:k] if score > 0]
