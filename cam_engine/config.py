@@ -52,6 +52,9 @@ class Settings:
     summary_words: int = 120  # length budget of one summary
     seed: int = 0  # Leiden's seed: equal inputs give equal memories
     embed_model: str = DEFAULT_EMBED_MODEL
+    # False is the CAM paper's "w/o flexibility" ablation (Table 3): no ego-splitting,
+    # one replica per node, so clusters do not overlap. For comparison, not for use.
+    ego_split: bool = True
 
     def __post_init__(self) -> None:
         _check_int("chunk_tokens", self.chunk_tokens, 16, 4096)
@@ -65,6 +68,8 @@ class Settings:
         _check_int("max_levels", self.max_levels, 0, 50)
         _check_int("max_rounds", self.max_rounds, 1, 10_000)
         _check_int("summary_words", self.summary_words, 10, 2000)
+        if not isinstance(self.ego_split, bool):
+            raise ConfigError(f"ego_split must be true or false, got {self.ego_split!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

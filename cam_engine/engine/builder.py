@@ -146,7 +146,7 @@ class MemoryBuilder:
             lrep.affected_nodes = len(affected)
             old = store.replicas_of(affected)
             gone = change.removed_replicas
-            diff = resplit(affected, adjacency, old, level)
+            diff = resplit(affected, adjacency, old, level, split=self.settings.ego_split)
             fresh = store.allocate_labels(level, len(diff.added))
             added = [
                 Replica(r.id, r.node_id, r.level, label, r.members)

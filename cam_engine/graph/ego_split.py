@@ -64,11 +64,20 @@ def resplit(
     adjacency: Adjacency,
     old: Mapping[str, list[Replica]],
     level: int,
+    *,
+    split: bool = True,
 ) -> ReplicaDiff:
-    """New replicas of ``nodes`` given the current graph and their stored replicas."""
+    """New replicas of ``nodes`` given the current graph and their stored replicas.
+
+    With ``split=False`` (the "w/o flexibility" ablation) every node keeps one replica
+    holding all its neighbours, so label propagation gives non-overlapping clusters.
+    """
     diff = ReplicaDiff()
     for node in sorted(set(nodes)):
-        components = ego_components(node, adjacency) or [frozenset()]  # isolated: one replica
+        if split:
+            components = ego_components(node, adjacency) or [frozenset()]  # isolated: one
+        else:
+            components = [frozenset(adjacency.get(node, {}))]
         previous = sorted(old.get(node, []), key=lambda r: r.id)
         # Greedy matching, largest overlap first; ties by replica id then component order.
         pairs = sorted(

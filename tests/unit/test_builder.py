@@ -167,3 +167,24 @@ def test_any_batch_sequence_keeps_the_invariants(
 def test_summary_failure_type_is_not_swallowed() -> None:
     result = ExtractiveSummarizer().summarize(["One. Two."], max_words=5)
     assert isinstance(result, SummaryResult) and result.backend == "extractive"
+
+
+def test_without_ego_splitting_clusters_do_not_overlap(tmp_path: Path, essay: str) -> None:
+    """The paper's "w/o flexibility" ablation: one replica per node, so every chunk is
+    in exactly one cluster, where the default splits bridges into several."""
+    flat = Settings(**{**SETTINGS.to_dict(), "ego_split": False})
+    with Memory.open(tmp_path / "flat.db", "t", settings=flat, embedder=EMBEDDER) as memory:
+        memory.ingest_text(essay, "founders", batch_size=8)
+        stats = memory.stats()
+        replicas = memory.store.replicas_of(n.id for n in memory.store.nodes_at_level(0))
+    assert stats["overlap"] == 0.0
+    assert all(len(rs) == 1 for rs in replicas.values())
+    assert stats["levels"][0]["clusters"] < stats["levels"][0]["nodes"]
+    with open_memory(tmp_path) as memory:
+        memory.ingest_text(essay, "founders", batch_size=8)
+        assert memory.stats()["overlap"] > 0.0
+
+
+def test_ego_split_must_be_a_boolean() -> None:
+    with pytest.raises(ConfigError, match="ego_split"):
+        Settings(ego_split="no")  # type: ignore[arg-type]
