@@ -48,12 +48,17 @@ def _rank(nodes: Sequence[Node], question: np.ndarray) -> list[Node]:
     return [nodes[i] for i in sorted(range(len(nodes)), key=lambda i: (-scores[i], nodes[i].id))]
 
 
-def localize(store: GraphStore, question: np.ndarray, top_k: int) -> list[str]:
-    return [node_id for node_id, _ in store.nearest(None, question[None, :], top_k)[0]]
+def localize(
+    store: GraphStore, question: np.ndarray, top_k: int, level: int | None = None
+) -> list[str]:
+    """The ``top_k`` nodes closest to the question, of every level or of one."""
+    return [node_id for node_id, _ in store.nearest(level, question[None, :], top_k)[0]]
 
 
-def global_top_k(store: GraphStore, question: np.ndarray, top_k: int) -> Retrieval:
-    ids = localize(store, question, top_k)
+def global_top_k(
+    store: GraphStore, question: np.ndarray, top_k: int, level: int | None = None
+) -> Retrieval:
+    ids = localize(store, question, top_k, level)
     return Retrieval("global", _with_vectors(store, ids), turns=[ids], candidates=[ids])
 
 
@@ -80,10 +85,13 @@ def prune_and_grow(
     *,
     top_k: int,
     max_turns: int,
+    level: int | None = None,
 ) -> Retrieval:
+    """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
+    and growth along level-0 edges only): the paper's "w/o hierarchy" ablation."""
     result = Retrieval("prune-grow", [])
     activated: dict[str, Node] = {}
-    candidates = localize(store, question, top_k)
+    candidates = localize(store, question, top_k, level)
     for _ in range(max_turns):
         offered = _with_vectors(store, [c for c in candidates if c not in activated])
         result.candidates.append([n.id for n in offered])

@@ -10,6 +10,7 @@ from cam_engine import __version__
 from cam_engine.cli.ask import ask
 from cam_engine.cli.bench import bench
 from cam_engine.cli.browse import browse
+from cam_engine.cli.eval import eval_command
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
 
@@ -36,6 +37,7 @@ cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(bench)
 cli.add_command(browse)
+cli.add_command(eval_command)
 
 
 if __name__ == "__main__":

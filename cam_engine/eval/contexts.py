@@ -1,0 +1,149 @@
+"""The context each compared strategy would hand the answering LLM, best first.
+
+Every strategy works on the SAME memory (the same chunks, embedder and settings) and
+returns passages ranked by its own idea of relevance; the harness then cuts them to a
+token budget. Baselines rank level-0 chunks (BM25 with rank-bm25, dense cosine with
+the memory's embedder). The CAM strategies activate nodes of any level (chunks and
+summaries) with the engine's retrieval; the activated nodes are ranked by cosine to
+the question, so a budget keeps the most relevant of what a strategy activated and
+the strategies differ only in WHAT they activate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cam_engine.llm.base import Selector, Usage
+from cam_engine.llm.extractive import ExtractiveSelector
+from cam_engine.memory import Memory
+from cam_engine.retrieval import Retrieval, global_top_k, prune_and_grow, traverse
+from cam_engine.store.keywords import bm25_top_k
+from cam_engine.types import Node
+
+# Enough chunks to fill the largest budget (4,000 tokens of <= 200-token chunks) twice.
+BASELINE_DEPTH = 40
+TOP_K = 10  # CAM's fast localization
+MAX_TURNS = 5
+
+
+@dataclass
+class RankedContext:
+    passages: list[str]
+    node_ids: list[str]
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class Scope:
+    """A memory the questions are asked against, and what strategies cache about it."""
+
+    memory: Memory
+    ablation: Memory | None = None  # the same documents built without ego-splitting
+    _chunks: list[Node] | None = None
+
+    def chunks(self) -> list[Node]:
+        if self._chunks is None:
+            self._chunks = list(self.memory.store.nodes_at_level(0))
+        return self._chunks
+
+
+Strategy = Callable[[Scope, str, np.ndarray], RankedContext]
+
+
+def bm25(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    by_id = {n.id: n for n in scope.chunks()}
+    hits = bm25_top_k([(n.id, n.text) for n in by_id.values()], question, BASELINE_DEPTH)
+    return RankedContext([by_id[i].text for i, _ in hits], [i for i, _ in hits])
+
+
+def dense(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    store = scope.memory.store
+    hits = store.nearest(0, vector[None, :], BASELINE_DEPTH)[0]
+    nodes = store.get_nodes(i for i, _ in hits)
+    ids = [i for i, _ in hits if i in nodes]
+    return RankedContext([nodes[i].text for i in ids], ids)
+
+
+def _ranked(found: Retrieval, vector: np.ndarray) -> RankedContext:
+    nodes = [n for n in found.activated if n.embedding is not None]
+    scores = [float(n.embedding @ vector) for n in nodes]  # type: ignore[operator]
+    order = sorted(range(len(nodes)), key=lambda i: (-scores[i], nodes[i].id))
+    return RankedContext([nodes[i].text for i in order], [nodes[i].id for i in order], found.usage)
+
+
+def cam_global(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    return _ranked(global_top_k(scope.memory.store, vector, TOP_K), vector)
+
+
+def cam_traverse(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    return _ranked(traverse(scope.memory.store, vector, TOP_K), vector)
+
+
+def _selector(memory: Memory) -> Selector:
+    return ExtractiveSelector(memory.embedder.embed)
+
+
+def cam_prune_grow(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    found = prune_and_grow(
+        scope.memory.store,
+        question,
+        vector,
+        _selector(scope.memory),
+        top_k=TOP_K,
+        max_turns=MAX_TURNS,
+    )
+    return _ranked(found, vector)
+
+
+def cam_no_hierarchy(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    """CAM Table 3 "w/o hierarchy": prune-and-grow on the level-0 network only."""
+    found = prune_and_grow(
+        scope.memory.store,
+        question,
+        vector,
+        _selector(scope.memory),
+        top_k=TOP_K,
+        max_turns=MAX_TURNS,
+        level=0,
+    )
+    return _ranked(found, vector)
+
+
+def cam_no_flexibility(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    """CAM Table 3 "w/o flexibility": prune-and-grow on a memory built without
+    ego-splitting (label propagation on the chunks themselves: no overlap)."""
+    assert scope.ablation is not None, "the ablation memory is built by the runner"
+    found = prune_and_grow(
+        scope.ablation.store,
+        question,
+        vector,
+        _selector(scope.ablation),
+        top_k=TOP_K,
+        max_turns=MAX_TURNS,
+    )
+    return _ranked(found, vector)
+
+
+STRATEGIES: dict[str, Strategy] = {
+    "bm25": bm25,
+    "dense": dense,
+    "cam-global": cam_global,
+    "cam-traverse": cam_traverse,
+    "cam-prune-grow": cam_prune_grow,
+    "cam-no-hierarchy": cam_no_hierarchy,
+    "cam-no-flexibility": cam_no_flexibility,
+}
+NEEDS_ABLATION = {"cam-no-flexibility"}
+
+
+def strategy_names(requested: Sequence[str] | None) -> list[str]:
+    from cam_engine.errors import ConfigError
+
+    names = list(requested or STRATEGIES)
+    unknown = [n for n in names if n not in STRATEGIES]
+    if unknown:
+        raise ConfigError(f"unknown strategy {unknown[0]!r}: use any of {', '.join(STRATEGIES)}")
+    return names

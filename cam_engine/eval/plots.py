@@ -1,0 +1,66 @@
+"""PNG plots of an eval run (matplotlib, headless Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: files only
+import matplotlib.pyplot as plt
+
+if TYPE_CHECKING:
+    from cam_engine.eval.runner import EvalRun
+
+
+def recall_plot(run: EvalRun, path: Path) -> Path:
+    """Evidence recall against the token budget, one line per strategy, with the 95%
+    bootstrap interval as a band."""
+    rows = run.summary()
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for strategy in run.strategies:
+        mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["budget"])
+        if not mine:
+            continue
+        budgets = [r["budget"] for r in mine]
+        axes.plot(budgets, [r["recall"] for r in mine], marker="o", label=strategy)
+        axes.fill_between(
+            budgets, [r["recall_low"] for r in mine], [r["recall_high"] for r in mine], alpha=0.12
+        )
+    axes.set_xscale("log", base=2)
+    axes.set_xticks(run.budgets, [str(b) for b in run.budgets])
+    axes.set_xlabel("context budget (tokens)")
+    axes.set_ylabel("gold evidence recall")
+    axes.set_ylim(0, 1)
+    axes.set_title(f"{run.name}: {run.questions} questions")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def heatmap(
+    values: dict[tuple[int, int], float], path: Path, *, title: str, row_label: str, col_label: str
+) -> Path:
+    """A (row, column) -> value grid in [0, 1], e.g. NIAH length x depth -> recall."""
+    rows = sorted({r for r, _ in values})
+    cols = sorted({c for _, c in values})
+    grid = [[values.get((r, c), float("nan")) for c in cols] for r in rows]
+    figure, axes = plt.subplots(figsize=(1.2 * len(cols) + 2, 0.8 * len(rows) + 1.6))
+    image = axes.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+    axes.set_xticks(range(len(cols)), [str(c) for c in cols])
+    axes.set_yticks(range(len(rows)), [str(r) for r in rows])
+    axes.set_xlabel(col_label)
+    axes.set_ylabel(row_label)
+    for i, row in enumerate(grid):
+        for j, value in enumerate(row):
+            axes.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8)
+    axes.set_title(title)
+    figure.colorbar(image, ax=axes)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path

@@ -1,0 +1,158 @@
+"""``cam eval``: retrieval quality on real data against baselines (no LLM needed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cam_engine.cli.options import echo_json
+from cam_engine.errors import CamError
+
+KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{what} must be comma-separated integers, got {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise click.BadParameter(f"{what} must be non-negative integers, got {text!r}")
+    return values
+
+
+class _Bar:
+    """One progress bar per stage, on stderr, only on a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.stage = ""
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if stage != self.stage:
+            self.close()
+            self.stage, self.done = stage, 0
+            label = "building memories" if stage == "build" else "asking"
+            self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.command("eval")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--strategies",
+    help="Comma-separated (default: all): bm25, dense, cam-global, cam-traverse, "
+    "cam-prune-grow, cam-no-hierarchy, cam-no-flexibility.",
+)
+@click.option("--budgets", default="500,1000,2000,4000", show_default=True, help="Tokens.")
+@click.option("--limit", type=int, help="Ask only the first N questions.")
+@click.option("--level", help="HotpotQA only: keep questions of this level (e.g. hard).")
+@click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: tokens.")
+@click.option("--depths", default="0,25,50,75,100", show_default=True, help="NIAH: percent.")
+@click.option(
+    "--out", type=click.Path(path_type=Path), help="Write results.json, table.md and plots here."
+)
+@click.option("--embed-model", help="Embedding model (default: all-MiniLM-L6-v2, bundled).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def eval_command(
+    kind: str,
+    path: Path,
+    strategies: str | None,
+    budgets: str,
+    limit: int | None,
+    level: str | None,
+    lengths: str,
+    depths: str,
+    out: Path | None,
+    embed_model: str | None,
+    as_json: bool,
+) -> None:
+    """Measure the evidence each strategy puts in an LLM's context, on real data.
+
+    KIND is the data format and PATH its file (for niah: a folder of .txt essays, e.g.
+    ../shared/data/haystacks/paul_graham). Every strategy answers from the same chunks;
+    each question's gold evidence (supporting sentences, transcript turns, the needle)
+    is looked for in the context cut to each budget. Offline: no LLM is called.
+    """
+    import tempfile
+
+    from cam_engine.bench.stores import CachingEmbedder
+    from cam_engine.config import DEFAULT_EMBED_MODEL
+    from cam_engine.embed import load_embedder
+    from cam_engine.eval.contexts import strategy_names
+    from cam_engine.eval.loaders import load
+    from cam_engine.eval.metrics import DEFAULT_RULE
+    from cam_engine.eval.niah import length_and_depth, niah_set
+    from cam_engine.eval.runner import markdown_table, run_eval, write_outputs
+
+    bar = _Bar(enabled=not as_json and sys.stderr.isatty())
+    try:
+        names = strategy_names(strategies.split(",") if strategies else None)
+        if kind == "niah":
+            evalset = niah_set(
+                path, lengths=_ints(lengths, "--lengths"), depths=_ints(depths, "--depths")
+            )
+        else:
+            options = {"level": level} if level else {}
+            evalset = load(kind, path, limit, **options)
+        if limit is not None:
+            evalset.questions = evalset.questions[:limit]
+        # Cached by text: the ablation memory and repeated texts are embedded once.
+        embedder = CachingEmbedder(load_embedder(embed_model or DEFAULT_EMBED_MODEL))
+        with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
+            run = run_eval(
+                evalset,
+                embedder=embedder,
+                workdir=out or Path(scratch),
+                strategies=names,
+                budgets=_ints(budgets, "--budgets"),
+                rule="substring" if kind == "niah" else DEFAULT_RULE,
+                progress=bar,
+            )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        bar.close()
+    if out is not None:
+        written = write_outputs(run, out)
+        if kind == "niah":
+            from cam_engine.eval.plots import heatmap
+
+            by_cell: dict[tuple[int, int], list[float]] = {}
+            for r in run.results:
+                if r.strategy == "cam-prune-grow" or len(run.strategies) == 1:
+                    cell = length_and_depth(r.question_id)
+                    by_cell.setdefault(cell, []).append(r.recall[max(run.budgets)])
+            if by_cell:
+                values = {c: sum(v) / len(v) for c, v in by_cell.items()}
+                written.append(
+                    heatmap(
+                        values,
+                        out / "niah.png",
+                        title=f"needle recall at {max(run.budgets)} tokens",
+                        row_label="haystack tokens",
+                        col_label="depth %",
+                    )
+                )
+        if not as_json:
+            click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
+    if as_json:
+        echo_json({k: v for k, v in run.to_dict().items() if k != "results"})
+        return
+    click.echo(f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s")
+    click.echo(markdown_table(run))
