@@ -10,6 +10,7 @@ scored on finding it (gold = the needle sentence), not on a sentence cut in two.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from cam_engine.eval.dataset import EvalDocument, EvalQuestion, EvalSet, GoldIte
 from cam_engine.eval.metrics import approx_tokens
 
 DEPTHS = (0, 25, 50, 75, 100)
+PARAGRAPH_WORDS = 100
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 LENGTHS = (32_000, 128_000)
 # Keys as in RULER: a plain word the question names; the value is a 7-digit number.
 KEYS = (
@@ -35,24 +38,29 @@ def needle_question(key: str) -> str:
 
 
 def haystack_paragraphs(folder: Path, tokens: int) -> list[str]:
-    """Paragraphs of the essays (sorted by file name, repeated if need be) until
-    ``tokens`` (approximate) is reached."""
+    """The essays (sorted by file name, repeated if need be) as paragraphs of about
+    ``PARAGRAPH_WORDS`` words cut at sentence ends, until ``tokens`` (approximate).
+
+    The essay files are hard-wrapped with no blank lines, so paragraphs are rebuilt:
+    they are the places a needle can go, and a depth needs fine-grained places.
+    """
     files = sorted(folder.glob("*.txt"))
     if not files:
         raise InputError(f"{folder}: no .txt essays to build a haystack from")
     paragraphs: list[str] = []
     total = 0
-    while total < tokens:
+    while True:
         for path in files:
-            for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
-                paragraph = paragraph.strip()
-                if not paragraph:
-                    continue
-                paragraphs.append(paragraph)
-                total += approx_tokens(paragraph)
-                if total >= tokens:
-                    return paragraphs
-    return paragraphs
+            sentences = _SENTENCE_END.split(" ".join(path.read_text(encoding="utf-8").split()))
+            current: list[str] = []
+            for sentence in sentences:
+                current.append(sentence)
+                if sum(len(s.split()) for s in current) >= PARAGRAPH_WORDS:
+                    paragraphs.append(" ".join(current))
+                    total += approx_tokens(paragraphs[-1])
+                    current = []
+                    if total >= tokens:
+                        return paragraphs
 
 
 def niah_set(

@@ -1,0 +1,121 @@
+"""The eval harness end to end on small real text: scopes, strategies, budgets, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cam_engine.cli.main import cli
+from cam_engine.embed import HashingEmbedder
+from cam_engine.eval.dataset import EvalDocument, EvalQuestion, EvalSet, GoldItem, write_jsonl
+from cam_engine.eval.niah import needle_sentence, niah_set
+from cam_engine.eval.runner import markdown_table, run_eval, scope_of, write_outputs
+from tests.conftest import shared_file
+
+EMBEDDER = HashingEmbedder(64)
+
+
+def essays_set(folder: Path, pooled: bool) -> EvalSet:
+    """Three real essays as documents; each question quotes a distinctive sentence."""
+    documents = []
+    questions = []
+    for i, name in enumerate(["gap.txt", "founders.txt", "avg.txt"]):
+        text = (folder / name).read_text()[:6000]
+        documents.append(EvalDocument(name, text))
+        # The essays are hard-wrapped: a sentence spans lines, verbatim in the text.
+        sentence = max(text.split(". ")[5:15], key=len)
+        questions.append(
+            EvalQuestion(
+                id=f"q{i}",
+                question=" ".join(sentence.split()),
+                answers=("x",),
+                gold=(GoldItem(name, sentence),),
+                doc_ids=tuple(d.id for d in documents) if pooled else (name,),
+            )
+        )
+    return EvalSet("essays", documents, questions)
+
+
+@pytest.fixture(scope="module")
+def essays() -> Path:
+    return shared_file("haystacks/paul_graham")
+
+
+def test_pooled_and_per_document_scopes(essays: Path) -> None:
+    assert list(scope_of(essays_set(essays, pooled=True))) == ["pool"]
+    per_doc = scope_of(essays_set(essays, pooled=False))
+    assert sorted(per_doc.values()) == [["avg.txt"], ["founders.txt"], ["gap.txt"]]
+
+
+def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) -> None:
+    evalset = essays_set(essays, pooled=True)
+    run = run_eval(
+        evalset,
+        embedder=EMBEDDER,
+        workdir=tmp_path,
+        strategies=["bm25", "dense", "cam-prune-grow", "cam-no-hierarchy", "cam-no-flexibility"],
+        budgets=[50, 4000],
+    )
+    assert len(run.results) == 3 * 5
+    for r in run.results:
+        assert set(r.recall) == {50, 4000}
+        assert r.tokens[50] <= 50 and r.tokens[4000] <= 4000
+        assert r.recall[50] <= r.recall[4000]
+    # The question is the gold sentence itself: BM25 must put it first.
+    bm25 = [r for r in run.results if r.strategy == "bm25"]
+    assert all(r.recall[4000] == 1.0 and r.mrr[4000] == 1.0 for r in bm25)
+    rows = run.summary()
+    assert {(r["strategy"], r["budget"]) for r in rows} == {
+        (s, b) for s in run.strategies for b in (50, 4000)
+    }
+    assert all(r["recall_low"] <= r["recall"] <= r["recall_high"] for r in rows)
+    table = markdown_table(run)
+    assert table.count("\n") == 1 + len(run.strategies) and "recall@4000" in table
+    written = write_outputs(run, tmp_path / "out")
+    assert [p.name for p in written] == ["results.json", "table.md", "recall.png"]
+    assert written[2].read_bytes()[:4] == b"\x89PNG"
+    saved = json.loads(written[0].read_text())
+    assert len(saved["results"]) == 15 and saved["build"]["chunks"] > 0
+
+
+def test_niah_puts_one_needle_at_each_depth(essays: Path) -> None:
+    evalset = niah_set(essays, lengths=[3000], depths=[0, 50, 100])
+    evalset.validate()
+    assert [q.id for q in evalset.questions] == ["niah-3000-0", "niah-3000-50", "niah-3000-100"]
+    for doc, question in zip(evalset.documents, evalset.questions, strict=True):
+        needle = question.gold[0].text
+        assert doc.text.count("special magic number") == 1
+        assert needle == needle_sentence(
+            question.question.split(" for ")[1].split()[0], needle[-8:-1]
+        )
+        depth = int(question.id.rsplit("-", 1)[1])
+        where = doc.text.index(needle) / len(doc.text)
+        assert abs(where - depth / 100) < 0.15
+
+
+@pytest.mark.model
+def test_cam_eval_command_on_own_jsonl(essays: Path, tmp_path: Path) -> None:
+    data = tmp_path / "own.jsonl"
+    write_jsonl(essays_set(essays, pooled=False), data)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli,
+        ["eval", "jsonl", str(data), "--strategies", "bm25,dense,cam-global", "--budgets",
+         "200,1000", "--out", str(out), "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["questions"] == 3 and summary["build"]["memories"] == 3
+    assert {r["strategy"] for r in summary["summary"]} == {"bm25", "dense", "cam-global"}
+    assert (out / "table.md").exists() and (out / "recall.png").exists()
+
+
+def test_cam_eval_refuses_an_unknown_strategy(essays: Path, tmp_path: Path) -> None:
+    data = tmp_path / "own.jsonl"
+    write_jsonl(essays_set(essays, pooled=True), data)
+    result = CliRunner().invoke(cli, ["eval", "jsonl", str(data), "--strategies", "magic"])
+    assert result.exit_code != 0
+    assert "unknown strategy 'magic'" in result.output
