@@ -412,6 +412,11 @@ class Memory:
                     self.store.delete_view_nodes(view, kind, group)
             self.store.upsert_view_nodes(nodes)
 
+    def delete_view(self, view: str, kind: str | None = None, group: str | None = None) -> int:
+        """Delete a view's nodes (of one kind, one group) in one transaction; returns how many."""
+        with self.store.transaction():
+            return self.store.delete_view_nodes(view, kind, group)
+
     def view_nodes(
         self, view: str, kind: str, group: str | None = None, *, embeddings: bool = False
     ) -> list[ViewNode]:

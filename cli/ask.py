@@ -13,7 +13,50 @@ from cam_engine.cli.options import (
     open_memory,
 )
 from cam_engine.errors import CamError
+from cam_engine.llm.base import ChatModel
 from cam_engine.retrieval import STRATEGIES
+
+ADAPTER_STRATEGIES = ("lookup", "lookup-seq", "memagent", "research")
+
+
+def _ask_adapter(
+    store: str | None,
+    memory_name: str | None,
+    question: str,
+    strategy: str,
+    chat: ChatModel | None,
+    options: dict[str, object],
+    as_json: bool,
+    width: int,
+) -> None:
+    """Answer through an adapter's own traversal of the same memory."""
+    from cam_engine.adapters.registry import ASK_STRATEGIES, NEEDS_VIEW
+
+    try:
+        with open_memory(store, memory_name) as memory:
+            view = NEEDS_VIEW.get(strategy)
+            if view is not None and view not in memory.stats().get("views", {}):
+                raise click.ClickException(
+                    f"memory {memory.store.memory!r} has no {view} view: build it with "
+                    f"`cam ingest --view {view}`"
+                )
+            result = ASK_STRATEGIES[strategy](memory, question, chat, **options)
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        echo_json(result.to_dict())
+        return
+    click.echo(f"answer ({result.backend}): {result.answer or '(nothing found)'}")
+    cost = result.log.to_dict()
+    click.echo(
+        f"\n{strategy}: {len(result.sources)} sources, {cost['llm_calls']} LLM calls, "
+        f"largest context {cost['largest_context_tokens']} tokens"
+    )
+    for source in result.sources:
+        snippet = " ".join(source.text.split())
+        if len(snippet) > width:
+            snippet = snippet[: width - 1] + "…"
+        click.echo(f"  {source.id:<24} {source.kind:<13} {snippet}")
 
 
 @click.command()
@@ -21,10 +64,12 @@ from cam_engine.retrieval import STRATEGIES
 @memory_options
 @click.option(
     "--strategy",
-    type=click.Choice(STRATEGIES),
+    type=click.Choice([*STRATEGIES, *ADAPTER_STRATEGIES]),
     default="prune-grow",
     show_default=True,
-    help="prune-grow (CAM), global (top-k only) or traverse (top-down from the top level).",
+    help="CAM: prune-grow, global (top-k only) or traverse (top-down). Adapters: lookup "
+    "and lookup-seq (ReadAgent-P/-S; need `cam ingest --view readagent`), memagent "
+    "(reads the chunks in order), research (GAM; needs `cam ingest --view gam`).",
 )
 @click.option("--top-k", default=10, show_default=True, help="Nodes found by fast localization.")
 @click.option("--max-turns", default=5, show_default=True, help="Prune-and-grow turns at most.")
@@ -38,6 +83,19 @@ from cam_engine.retrieval import STRATEGIES
     "(CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint) or local (--model-dir).",
 )
 @click.option("--model-dir", help="A transformers model directory, for --llm local.")
+@click.option("--max-pages", default=5, show_default=True, help="lookup/lookup-seq: pages.")
+@click.option("--max-iters", default=3, show_default=True, help="research: iterations.")
+@click.option(
+    "--output",
+    "research_output",
+    type=click.Choice(["integration", "sources", "extracts"]),
+    default="integration",
+    show_default=True,
+    help="research: the integrated result only, with its source pages, or with extracts.",
+)
+@click.option("--read-tokens", default=5000, show_default=True, help="memagent: tokens/step.")
+@click.option("--memory-tokens", default=1024, show_default=True, help="memagent: memory cap.")
+@click.option("--restart", is_flag=True, help="memagent: start over instead of resuming.")
 @json_option
 def ask(
     question: str,
@@ -49,6 +107,12 @@ def ask(
     width: int,
     llm: str,
     model_dir: str | None,
+    max_pages: int,
+    max_iters: int,
+    research_output: str,
+    read_tokens: int,
+    memory_tokens: int,
+    restart: bool,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from a memory and show the evidence it came from.
@@ -56,6 +120,20 @@ def ask(
     Offline (the default) the answer is extractive: the evidence sentences that best
     match the question, quoted, not written by a model.
     """
+    if strategy in ADAPTER_STRATEGIES:
+        options = {
+            "lookup": {"max_pages": max_pages},
+            "lookup-seq": {"max_pages": max_pages},
+            "research": {"max_iters": max_iters, "output": research_output},
+            "memagent": {
+                "chunk_tokens": read_tokens,
+                "memory_tokens": memory_tokens,
+                "resume": not restart,
+            },
+        }[strategy]
+        chat = None if llm == "extractive" else chat_for(llm, Environment.from_env(), model_dir)
+        _ask_adapter(store, memory_name, question, strategy, chat, options, as_json, width)
+        return
     selector = answerer = None
     if llm != "extractive":
         from cam_engine.llm.tasks import ChatAnswerer, ChatSelector

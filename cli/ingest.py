@@ -7,8 +7,14 @@ from typing import Any
 
 import click
 
-from cam_engine import Environment, Settings
-from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+from cam_engine import Environment, Memory, Settings
+from cam_engine.cli.options import (
+    chat_for,
+    echo_json,
+    json_option,
+    memory_options,
+    open_memory,
+)
 from cam_engine.engine.reports import BatchReport, IngestError
 from cam_engine.errors import CamError
 
@@ -69,6 +75,49 @@ class _Progress:
             self.bar = None
 
 
+def _view_options(page_words: str, session_tokens: int) -> dict[str, dict[str, int]]:
+    try:
+        low, high = (int(v) for v in page_words.split(","))
+    except ValueError:
+        raise click.BadParameter(
+            f"expected MIN,MAX words, got {page_words!r}", param_hint="--page-words"
+        ) from None
+    if not 0 < low < high:
+        raise click.BadParameter(
+            f"need 0 < MIN < MAX, got {page_words!r}", param_hint="--page-words"
+        )
+    if session_tokens < 1:
+        raise click.BadParameter(
+            f"must be >= 1, got {session_tokens}", param_hint="--session-tokens"
+        )
+    return {
+        "readagent": {"min_words": low, "max_words": high},
+        "gam": {"session_tokens": session_tokens},
+    }
+
+
+def _build_view(
+    memory: Memory,
+    view: str,
+    doc_ids: list[str] | None,
+    backend: str,
+    options: dict[str, dict[str, int]],
+    as_json: bool,
+) -> None:
+    """Build one adapter view; its LLM steps use the summarizer's backend."""
+    from cam_engine.adapters.registry import VIEW_BUILDERS
+
+    chat = None if backend == "extractive" else chat_for("openai", Environment.from_env())
+    report = VIEW_BUILDERS[view](memory, doc_ids, chat, **options[view])
+    if as_json:
+        echo_json(report.to_dict())
+        return
+    click.echo(
+        f"view {view}: {report.nodes_written} nodes over {report.documents} documents "
+        f"({report.backend}, {report.log.usage.calls} LLM calls)"
+    )
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=False)
 @memory_options
@@ -93,6 +142,17 @@ class _Progress:
     type=click.IntRange(min=1),
     help="LLM calls in flight at once (summaries of a batch); extractive runs serially.",
 )
+@click.option(
+    "--view",
+    "views",
+    multiple=True,
+    type=click.Choice(["readagent", "gam"]),
+    help="Also build this adapter view (repeatable) over the documents ingested now, or "
+    "over every document of the memory when no PATH is given. Its LLM steps use the "
+    "--summarizer backend.",
+)
+@click.option("--page-words", default="280,600", show_default=True, help="readagent: min,max.")
+@click.option("--session-tokens", default=2048, show_default=True, help="gam: tokens/session.")
 @click.option("--chunk-tokens", type=int, help="New memory: tokens per chunk [16, 4096].")
 @click.option("--alpha", type=float, help="New memory: cosine weight in the edge score [0, 1].")
 @click.option("--sigma", type=float, help="New memory: positional decay (> 0).")
@@ -115,6 +175,9 @@ def ingest(
     rebuild: bool,
     summarizer: str,
     llm_concurrency: int,
+    views: tuple[str, ...],
+    page_words: str,
+    session_tokens: int,
     as_json: bool,
     **setting_values: Any,
 ) -> None:
@@ -127,8 +190,11 @@ def ingest(
         raise click.BadParameter(
             f"must be an integer >= 1, got {batch_size}", param_hint="--batch-size"
         )
-    if not paths and not rebuild:
-        raise click.UsageError("give at least one PATH (a file, a folder or -), or --rebuild")
+    if not paths and not rebuild and not views:
+        raise click.UsageError(
+            "give at least one PATH (a file, a folder or -), or --rebuild, or --view"
+        )
+    view_options = _view_options(page_words, session_tokens)
     memory = open_memory(
         store,
         memory_name,
@@ -147,6 +213,7 @@ def ingest(
         click.echo(f"error: {error.message}", err=True)
 
     failed = False
+    ingested: list[str] = []
     try:
         with memory:
             if paths:
@@ -159,6 +226,7 @@ def ingest(
                 )
                 progress.close()
                 failed = bool(result.errors)
+                ingested = list(dict.fromkeys(b.document for b in result.batches if b.document))
                 if not as_json:
                     click.echo(
                         f"ingested {result.chunks_added} new chunks in {len(result.batches)} "
@@ -172,6 +240,9 @@ def ingest(
                         f"rebuilt all levels from {report.chunks_added} chunks: "
                         f"{report.summaries_written} summaries"
                     )
+            for view in views:
+                doc_ids = ingested if paths else None
+                _build_view(memory, view, doc_ids, summarizer, view_options, as_json)
     except CamError as exc:
         progress.close()
         raise click.ClickException(str(exc)) from exc

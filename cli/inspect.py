@@ -31,6 +31,11 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     )
     backends = ", ".join(f"{n} by {b}" for b, n in data["summaries_by_backend"].items())
     click.echo(f"summaries: {backends or 'none yet'}")
+    views = "; ".join(
+        f"{view} ({', '.join(f'{n} {kind}s' for kind, n in kinds.items())})"
+        for view, kinds in data.get("views", {}).items()
+    )
+    click.echo(f"views: {views or 'none (cam ingest --view readagent|gam)'}")
     settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
     click.echo(f"settings: {settings}")
 
