@@ -213,6 +213,37 @@ class Memory:
         self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
         return report
 
+    def ingest_documents(
+        self,
+        documents: Iterable[tuple[str, str]],
+        *,
+        batch_size: int = 64,
+        on_batch: BatchCallback | None = None,
+    ) -> IngestReport:
+        """Ingest many (document id, text) pairs, their chunks packed into shared batches.
+
+        For collections of short documents (pooled QA paragraphs, notes): one batch per
+        document would run the whole hierarchy update once per paragraph. Documents
+        already in the memory are skipped chunk by chunk, as in ``ingest``.
+        """
+        check_batch_size(batch_size)
+        records: dict[str, DocumentRecord] = {}
+
+        def chunks() -> Iterator[Chunk]:
+            for doc_id, text in documents:
+                if not text.strip():
+                    raise InputError(f"document {doc_id!r} is empty")
+                records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0)
+                yield from chunk_document(doc_id, text, self.settings.chunk_tokens)
+
+        report = IngestReport()
+        for number, (batch, chunk_seconds) in enumerate(_batches(chunks(), batch_size)):
+            result = self._add_batch(records, batch, number, chunk_seconds)
+            report.batches.append(result)
+            if on_batch is not None:
+                on_batch(result)
+        return report
+
     def _ingest_source(
         self,
         source: Source,
@@ -251,7 +282,7 @@ class Memory:
         done = 0
         for number, (batch, chunk_seconds) in enumerate(_batches(chunks, batch_size)):
             done += len(batch)
-            result = self._add_batch(record, batch, number, chunk_seconds)
+            result = self._add_batch({record.id: record}, batch, number, chunk_seconds)
             result.chunks_done, result.chunks_total = done, total
             report.batches.append(result)
             if on_batch is not None:
@@ -260,12 +291,19 @@ class Memory:
             raise InputError(f"{record.source}: no text to ingest")
 
     def _add_batch(
-        self, record: DocumentRecord, batch: list[Chunk], number: int, chunk_seconds: float
+        self,
+        records: dict[str, DocumentRecord],
+        batch: list[Chunk],
+        number: int,
+        chunk_seconds: float,
     ) -> BatchReport:
+        """One batch (chunks of one document, or of several short ones) in one transaction."""
         clock = PhaseClock()
         clock.seconds["chunk"] = chunk_seconds
         store = cast(GraphStore, TimedStore(self.store, clock))
-        report = BatchReport(record.id, number, summarizer=self.summarizer.backend)
+        docs = list(dict.fromkeys(c.doc_id for c in batch))
+        label = docs[0] if len(docs) == 1 else None
+        report = BatchReport(label, number, summarizer=self.summarizer.backend)
         present = store.existing_ids(c.id for c in batch)
         new = [c for c in batch if c.id not in present]
         report.chunks_skipped = len(batch) - len(new)
@@ -289,11 +327,14 @@ class Memory:
             store.prepare(int(vectors.shape[1]))
             with store.transaction():
                 self._save_settings_once(store)
-                known = store.get_document(record.id)
-                stored_chunks = max(known.chunks if known else 0, batch[-1].position + 1)
-                store.upsert_document(
-                    DocumentRecord(record.id, record.source, record.sha256, stored_chunks)
-                )
+                for doc_id in docs:
+                    record = records[doc_id]
+                    known = store.get_document(doc_id)
+                    last = max(c.position for c in batch if c.doc_id == doc_id)
+                    stored_chunks = max(known.chunks if known else 0, last + 1)
+                    store.upsert_document(
+                        DocumentRecord(doc_id, record.source, record.sha256, stored_chunks)
+                    )
                 store.upsert_nodes(nodes)
                 builder.assimilate(nodes, report)
             report.chunks_added = len(new)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
-from cam_engine.errors import ConfigError, LLMError
+from cam_engine.errors import ConfigError, InputError, LLMError
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from tests.conftest import shared_file
 from tests.invariants import check_memory
@@ -188,3 +188,22 @@ def test_without_ego_splitting_clusters_do_not_overlap(tmp_path: Path, essay: st
 def test_ego_split_must_be_a_boolean() -> None:
     with pytest.raises(ConfigError, match="ego_split"):
         Settings(ego_split="no")  # type: ignore[arg-type]
+
+
+def test_many_short_documents_share_batches(tmp_path: Path, essay: str) -> None:
+    paragraphs = [p for p in essay.split(".  ") if len(p.split()) > 5][:30]
+    documents = [(f"p{i}", text) for i, text in enumerate(paragraphs)]
+    with open_memory(tmp_path) as memory:
+        report = memory.ingest_documents(documents, batch_size=8)
+        check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
+        stored = {d.id: d.chunks for d in memory.store.documents()}
+        assert len(report.batches) < len(documents)  # several documents per batch
+        assert stored == {
+            doc_id: len(memory.document_chunks(doc_id)) for doc_id, _ in documents
+        }
+        assert all(n >= 1 for n in stored.values())
+        before = memory.stats()
+        again = memory.ingest_documents(documents, batch_size=8)
+        assert again.chunks_added == 0 and memory.stats() == before
+        with pytest.raises(InputError, match="'empty' is empty"):
+            memory.ingest_documents([("empty", "  ")])
