@@ -56,8 +56,9 @@ class _Bar:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--strategies",
-    help="Comma-separated (default: all): bm25, dense, cam-global, cam-traverse, "
-    "cam-prune-grow, cam-no-hierarchy, cam-no-flexibility.",
+    help="Comma-separated: bm25, dense, cam-global, cam-traverse, cam-prune-grow, "
+    "cam-no-hierarchy, cam-no-flexibility, readagent-lookup, gam-research (default: all; "
+    "the adapters only where each question has its own document).",
 )
 @click.option("--budgets", default="500,1000,2000,4000", show_default=True, help="Tokens.")
 @click.option("--limit", type=int, help="Ask only the first N questions.")
@@ -98,11 +99,10 @@ def eval_command(
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
     from cam_engine.eval.niah import length_and_depth, niah_set
-    from cam_engine.eval.runner import markdown_table, run_eval, write_outputs
+    from cam_engine.eval.runner import markdown_table, run_eval, scope_of, write_outputs
 
     bar = _Bar(enabled=not as_json and sys.stderr.isatty())
     try:
-        names = strategy_names(strategies.split(",") if strategies else None)
         if kind == "niah":
             evalset = niah_set(
                 path, lengths=_ints(lengths, "--lengths"), depths=_ints(depths, "--depths")
@@ -112,6 +112,8 @@ def eval_command(
             evalset = load(kind, path, limit, **options)
         if limit is not None:
             evalset.questions = evalset.questions[:limit]
+        pooled = list(scope_of(evalset)) == ["pool"]
+        names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
         embedder = CachingEmbedder(load_embedder(embed_model or DEFAULT_EMBED_MODEL))
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:

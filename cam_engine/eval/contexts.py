@@ -127,6 +127,33 @@ def cam_no_flexibility(scope: Scope, question: str, vector: np.ndarray) -> Ranke
     return _ranked(found, vector)
 
 
+def readagent_lookup(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    """ReadAgent-P over the memory's readagent view: the pages it looked up (in the order
+    chosen), then the gists of the other pages in page order: the gist memory with the
+    chosen pages expanded, with what the agent chose first so a budget keeps it."""
+    from cam_engine.adapters import readagent
+    from cam_engine.types import PAGE
+
+    result = readagent.lookup(scope.memory, question, None)
+    pages = scope.memory.view_nodes(readagent.VIEW, PAGE)
+    read = [s.id for s in result.sources]
+    by_id = {p.id: p for p in pages}
+    passages = [by_id[i].text for i in read if i in by_id]
+    passages += [str(p.props.get("gist", "")) for p in pages if p.id not in read]
+    ids = read + [p.id for p in pages if p.id not in read]
+    return RankedContext(passages, ids, result.log.usage)
+
+
+def gam_research(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    """GAM's deep research over the memory's gam view: the integrated result, then the
+    source pages' raw content."""
+    from cam_engine.adapters import gam
+
+    result = gam.research(scope.memory, question, None, output="sources")
+    passages = [result.answer, *(s.text for s in result.sources)]
+    return RankedContext(passages, ["result", *(s.id for s in result.sources)], result.log.usage)
+
+
 STRATEGIES: dict[str, Strategy] = {
     "bm25": bm25,
     "dense": dense,
@@ -135,14 +162,22 @@ STRATEGIES: dict[str, Strategy] = {
     "cam-prune-grow": cam_prune_grow,
     "cam-no-hierarchy": cam_no_hierarchy,
     "cam-no-flexibility": cam_no_flexibility,
+    "readagent-lookup": readagent_lookup,
+    "gam-research": gam_research,
 }
 NEEDS_ABLATION = {"cam-no-flexibility"}
+# Adapter strategies read a view of the memory, built (extractively) with it.
+NEEDS_VIEW = {"readagent-lookup": "readagent", "gam-research": "gam"}
+# By default adapters run only where they apply: a memory per document (a meeting, a
+# haystack), not a pool of 2,000 unrelated paragraphs of one page each.
+ADAPTERS = tuple(NEEDS_VIEW)
 
 
-def strategy_names(requested: Sequence[str] | None) -> list[str]:
+def strategy_names(requested: Sequence[str] | None, *, pooled: bool = False) -> list[str]:
     from cam_engine.errors import ConfigError
 
-    names = list(requested or STRATEGIES)
+    default = [n for n in STRATEGIES if not (pooled and n in ADAPTERS)]
+    names = list(requested or default)
     unknown = [n for n in names if n not in STRATEGIES]
     if unknown:
         raise ConfigError(f"unknown strategy {unknown[0]!r}: use any of {', '.join(STRATEGIES)}")

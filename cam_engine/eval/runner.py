@@ -22,7 +22,13 @@ import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
-from cam_engine.eval.contexts import NEEDS_ABLATION, STRATEGIES, RankedContext, Scope
+from cam_engine.eval.contexts import (
+    NEEDS_ABLATION,
+    NEEDS_VIEW,
+    STRATEGIES,
+    RankedContext,
+    Scope,
+)
 from cam_engine.eval.dataset import EvalQuestion, EvalSet
 from cam_engine.eval.metrics import (
     DEFAULT_RULE,
@@ -163,6 +169,10 @@ def run_eval(
         memory.ingest_documents(pairs, batch_size=BATCH_SIZE)
         if flat is not None:
             flat.ingest_documents(pairs, batch_size=BATCH_SIZE)
+        for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
+            from cam_engine.adapters.registry import VIEW_BUILDERS
+
+            VIEW_BUILDERS[view](memory, None, None)  # extractive: no LLM calls
         documents_done += len(doc_ids)
         notify("build", documents_done, documents_total)
         built[name] = Scope(memory, flat)

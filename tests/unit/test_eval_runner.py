@@ -119,3 +119,18 @@ def test_cam_eval_refuses_an_unknown_strategy(essays: Path, tmp_path: Path) -> N
     result = CliRunner().invoke(cli, ["eval", "jsonl", str(data), "--strategies", "magic"])
     assert result.exit_code != 0
     assert "unknown strategy 'magic'" in result.output
+
+
+def test_adapter_strategies_run_on_per_document_memories(essays: Path, tmp_path: Path) -> None:
+    evalset = essays_set(essays, pooled=False)
+    run = run_eval(
+        evalset,
+        embedder=EMBEDDER,
+        workdir=tmp_path,
+        strategies=["readagent-lookup", "gam-research"],
+        budgets=[300, 4000],
+    )
+    assert {r.strategy for r in run.results} == {"readagent-lookup", "gam-research"}
+    assert all(r.llm_calls == 0 and r.activated > 0 for r in run.results)
+    # GAM's keyword search finds the page holding the quoted sentence.
+    assert all(r.recall[4000] == 1.0 for r in run.results if r.strategy == "gam-research")
