@@ -367,7 +367,8 @@ def _node(
         group=run,
         seq=step,
         text=text,
-        props=props,
+        # question_id and step repeat group and seq under the names Browser users read.
+        props={"question_id": run, "step": step, **props},
         chunk_ids=chunk_ids,
     )
 

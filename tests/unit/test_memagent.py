@@ -159,6 +159,8 @@ def test_each_reply_overwrites_the_memory_and_the_last_call_sees_only_the_memory
         assert node.chunk_ids == piece.chunk_ids
         assert node.id == f"memagent/{result.details['run_id']}/{node.seq}"
         assert node.props == {
+            "question_id": result.details["run_id"],
+            "step": node.seq,
             "question": QUESTION,
             "tokens": count_tokens(node.text),
             "backend": "openai:memagent-test",
