@@ -68,6 +68,13 @@ class _Bar:
 @click.option(
     "--out", type=click.Path(path_type=Path), help="Write results.json, table.md and plots here."
 )
+@click.option(
+    "--top-k",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="CAM: nodes found by fast localization.",
+)
 @click.option("--embed-model", help="Embedding model (default: all-MiniLM-L6-v2, bundled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def eval_command(
@@ -80,6 +87,7 @@ def eval_command(
     lengths: str,
     depths: str,
     out: Path | None,
+    top_k: int,
     embed_model: str | None,
     as_json: bool,
 ) -> None:
@@ -124,6 +132,7 @@ def eval_command(
                 strategies=names,
                 budgets=_ints(budgets, "--budgets"),
                 rule="substring" if kind == "niah" else DEFAULT_RULE,
+                top_k=top_k,
                 progress=bar,
             )
     except CamError as exc:
@@ -156,5 +165,8 @@ def eval_command(
     if as_json:
         echo_json({k: v for k, v in run.to_dict().items() if k != "results"})
         return
-    click.echo(f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s")
+    click.echo(
+        f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s, "
+        f"CAM top-k {run.build['top_k']}"
+    )
     click.echo(markdown_table(run))

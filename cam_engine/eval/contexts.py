@@ -25,7 +25,7 @@ from cam_engine.types import Node
 
 # Enough chunks to fill the largest budget (4,000 tokens of <= 200-token chunks) twice.
 BASELINE_DEPTH = 40
-TOP_K = 10  # CAM's fast localization
+TOP_K = 10  # CAM's fast localization (the reference's default; cam eval --top-k)
 MAX_TURNS = 5
 
 
@@ -42,6 +42,7 @@ class Scope:
 
     memory: Memory
     ablation: Memory | None = None  # the same documents built without ego-splitting
+    top_k: int = TOP_K  # nodes found by fast localization
     _chunks: list[Node] | None = None
 
     def chunks(self) -> list[Node]:
@@ -80,11 +81,11 @@ def _ranked(found: Retrieval, vector: np.ndarray) -> RankedContext:
 
 
 def cam_global(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
-    return _ranked(global_top_k(scope.memory.store, vector, TOP_K), vector)
+    return _ranked(global_top_k(scope.memory.store, vector, scope.top_k), vector)
 
 
 def cam_traverse(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
-    return _ranked(traverse(scope.memory.store, vector, TOP_K), vector)
+    return _ranked(traverse(scope.memory.store, vector, scope.top_k), vector)
 
 
 def _selector(memory: Memory) -> Selector:
@@ -97,7 +98,7 @@ def cam_prune_grow(scope: Scope, question: str, vector: np.ndarray) -> RankedCon
         question,
         vector,
         _selector(scope.memory),
-        top_k=TOP_K,
+        top_k=scope.top_k,
         max_turns=MAX_TURNS,
     )
     return _ranked(found, vector)
@@ -110,7 +111,7 @@ def cam_no_hierarchy(scope: Scope, question: str, vector: np.ndarray) -> RankedC
         question,
         vector,
         _selector(scope.memory),
-        top_k=TOP_K,
+        top_k=scope.top_k,
         max_turns=MAX_TURNS,
         level=0,
     )
@@ -126,7 +127,7 @@ def cam_no_flexibility(scope: Scope, question: str, vector: np.ndarray) -> Ranke
         question,
         vector,
         _selector(scope.ablation),
-        top_k=TOP_K,
+        top_k=scope.top_k,
         max_turns=MAX_TURNS,
     )
     return _ranked(found, vector)

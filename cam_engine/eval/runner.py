@@ -26,6 +26,7 @@ from cam_engine.eval.contexts import (
     NEEDS_ABLATION,
     NEEDS_VIEW,
     STRATEGIES,
+    TOP_K,
     RankedContext,
     Scope,
 )
@@ -133,6 +134,7 @@ def run_eval(
     budgets: Sequence[int] = BUDGETS,
     settings: Settings | None = None,
     rule: Rule = DEFAULT_RULE,
+    top_k: int = TOP_K,
     progress: Progress | None = None,
 ) -> EvalRun:
     """Build the memories of ``evalset`` and score every strategy on every question.
@@ -153,7 +155,11 @@ def run_eval(
     texts = {d.id: d.text for d in evalset.documents}
     ablation = any(s in NEEDS_ABLATION for s in strategies)
 
-    build: dict[str, Any] = {"memories": len(scopes), "settings": chosen.to_dict()}
+    build: dict[str, Any] = {
+        "memories": len(scopes),
+        "settings": chosen.to_dict(),
+        "top_k": top_k,
+    }
     started = time.perf_counter()
     built: dict[str, Scope] = {}
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
@@ -175,7 +181,7 @@ def run_eval(
             VIEW_BUILDERS[view](memory, None, None)  # extractive: no LLM calls
         documents_done += len(doc_ids)
         notify("build", documents_done, documents_total)
-        built[name] = Scope(memory, flat)
+        built[name] = Scope(memory, flat, top_k=top_k)
     build["seconds"] = round(time.perf_counter() - started, 2)
     stats = [s.memory.stats() for s in built.values()]
     build["chunks"] = sum(s["levels"][0]["nodes"] for s in stats if s["levels"])
