@@ -20,7 +20,7 @@ from cam_engine.llm.base import Selector, Usage
 from cam_engine.llm.extractive import ExtractiveSelector
 from cam_engine.memory import Memory
 from cam_engine.retrieval import Retrieval, global_top_k, prune_and_grow, traverse
-from cam_engine.store.keywords import bm25_top_k
+from cam_engine.store.keywords import BM25Index
 from cam_engine.types import Node
 
 # Enough chunks to fill the largest budget (4,000 tokens of <= 200-token chunks) twice.
@@ -43,20 +43,26 @@ class Scope:
     memory: Memory
     ablation: Memory | None = None  # the same documents built without ego-splitting
     top_k: int = TOP_K  # nodes found by fast localization
-    _chunks: list[Node] | None = None
+    _chunks: dict[str, Node] | None = None
+    _bm25: BM25Index | None = None
 
-    def chunks(self) -> list[Node]:
+    def chunks(self) -> dict[str, Node]:
         if self._chunks is None:
-            self._chunks = list(self.memory.store.nodes_at_level(0))
+            self._chunks = {n.id: n for n in self.memory.store.nodes_at_level(0)}
         return self._chunks
+
+    def bm25(self) -> BM25Index:
+        if self._bm25 is None:
+            self._bm25 = BM25Index([(n.id, n.text) for n in self.chunks().values()])
+        return self._bm25
 
 
 Strategy = Callable[[Scope, str, np.ndarray], RankedContext]
 
 
 def bm25(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
-    by_id = {n.id: n for n in scope.chunks()}
-    hits = bm25_top_k([(n.id, n.text) for n in by_id.values()], question, BASELINE_DEPTH)
+    by_id = scope.chunks()
+    hits = scope.bm25().top_k(question, BASELINE_DEPTH)
     return RankedContext([by_id[i].text for i, _ in hits], [i for i, _ in hits])
 
 

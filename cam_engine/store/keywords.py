@@ -15,16 +15,27 @@ def tokenize(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+class BM25Index:
+    """A BM25 index over (id, text) documents, built once and queried many times."""
+
+    def __init__(self, docs: Sequence[tuple[str, str]]) -> None:
+        self._ids = [doc_id for doc_id, _ in docs]
+        self._bm25 = BM25Okapi([tokenize(text) or [""] for _, text in docs]) if docs else None
+
+    def top_k(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best (id, score) for ``query``; only positive scores, best first,
+        ties by id so the order is stable."""
+        terms = tokenize(query)
+        if self._bm25 is None or not terms or k < 1:
+            return []
+        scores = self._bm25.get_scores(terms)
+        ranked = sorted(
+            ((float(score), doc_id) for doc_id, score in zip(self._ids, scores, strict=True)),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        return [(doc_id, score) for score, doc_id in ranked[:k] if score > 0]
+
+
 def bm25_top_k(docs: Sequence[tuple[str, str]], query: str, k: int) -> list[tuple[str, float]]:
-    """The ``k`` best (id, score) of ``docs`` for ``query``; only positive scores, best
-    first, ties by id so the order is stable."""
-    terms = tokenize(query)
-    if not docs or not terms or k < 1:
-        return []
-    bm25 = BM25Okapi([tokenize(text) or [""] for _, text in docs])
-    scores = bm25.get_scores(terms)
-    ranked = sorted(
-        ((float(score), doc_id) for (doc_id, _), score in zip(docs, scores, strict=True)),
-        key=lambda pair: (-pair[0], pair[1]),
-    )
-    return [(doc_id, score) for score, doc_id in ranked[:k] if score > 0]
+    """One query against a throw-away index (page-stores are small)."""
+    return BM25Index(docs).top_k(query, k)
