@@ -75,6 +75,21 @@ class _Bar:
     type=click.IntRange(min=1),
     help="CAM: nodes found by fast localization.",
 )
+@click.option(
+    "--llm",
+    type=click.Choice(["openai", "local"]),
+    help="Also answer each question from each strategy's context and score the answers "
+    "(EM/F1/sub_em, or ROUGE for free-form answers): openai (CAM_LLM_BASE_URL / "
+    "CAM_LLM_MODEL) or local (--model-dir).",
+)
+@click.option("--model-dir", help="A transformers model directory, for --llm local.")
+@click.option(
+    "--answer-budget",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Context tokens the answering LLM gets.",
+)
 @click.option("--embed-model", help="Embedding model (default: all-MiniLM-L6-v2, bundled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def eval_command(
@@ -88,6 +103,9 @@ def eval_command(
     depths: str,
     out: Path | None,
     top_k: int,
+    llm: str | None,
+    model_dir: str | None,
+    answer_budget: int,
     embed_model: str | None,
     as_json: bool,
 ) -> None:
@@ -96,7 +114,8 @@ def eval_command(
     KIND is the data format and PATH its file (for niah: a folder of .txt essays, e.g.
     ../shared/data/haystacks/paul_graham). Every strategy answers from the same chunks;
     each question's gold evidence (supporting sentences, transcript turns, the needle)
-    is looked for in the context cut to each budget. Offline: no LLM is called.
+    is looked for in the context cut to each budget. Offline: no LLM is called; with
+    --llm each context is also answered and the answers scored.
     """
     import tempfile
 
@@ -107,8 +126,21 @@ def eval_command(
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
     from cam_engine.eval.niah import length_and_depth, niah_set
-    from cam_engine.eval.runner import markdown_table, run_eval, scope_of, write_outputs
+    from cam_engine.eval.runner import (
+        answer_table,
+        markdown_table,
+        run_eval,
+        scope_of,
+        write_outputs,
+    )
 
+    answerer = None
+    if llm is not None:
+        from cam_engine import Environment
+        from cam_engine.cli.options import chat_for
+        from cam_engine.llm.tasks import ChatAnswerer
+
+        answerer = ChatAnswerer(chat_for(llm, Environment.from_env(), model_dir))
     bar = _Bar(enabled=not as_json and sys.stderr.isatty())
     try:
         if kind == "niah":
@@ -133,6 +165,8 @@ def eval_command(
                 budgets=_ints(budgets, "--budgets"),
                 rule="substring" if kind == "niah" else DEFAULT_RULE,
                 top_k=top_k,
+                answerer=answerer,
+                answer_budget=answer_budget,
                 progress=bar,
             )
     except CamError as exc:
@@ -170,3 +204,7 @@ def eval_command(
         f"CAM top-k {run.build['top_k']}"
     )
     click.echo(markdown_table(run))
+    answers = answer_table(run)
+    if answers and answerer is not None:
+        click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")
+        click.echo(answers)

@@ -30,16 +30,21 @@ from cam_engine.eval.contexts import (
     RankedContext,
     Scope,
 )
-from cam_engine.eval.dataset import EvalQuestion, EvalSet
+from cam_engine.eval.dataset import KIND_LONG, EvalQuestion, EvalSet
 from cam_engine.eval.metrics import (
     DEFAULT_RULE,
     Rule,
     approx_tokens,
     bootstrap_ci,
     evidence_recall,
+    exact_match,
     reciprocal_rank,
+    rouge,
+    sub_em,
+    token_f1,
     truncate_to_budget,
 )
+from cam_engine.llm.base import Answerer
 from cam_engine.memory import Memory
 
 BUDGETS = (500, 1000, 2000, 4000)
@@ -59,6 +64,14 @@ class QuestionResult:
     seconds: float
     llm_calls: int
     activated: int  # passages the strategy ranked before any cut
+    # With an answering LLM: its answer from the context cut to the answer budget, the
+    # scores (em/f1/sub_em for short answers, rouge1/rouge2/rouge_l for long ones) and
+    # what the answer call cost.
+    answer: str | None = None
+    answer_scores: dict[str, float] = field(default_factory=dict)
+    answer_llm_calls: int = 0
+    answer_tokens: int = 0
+    answer_seconds: float = 0.0
 
 
 @dataclass
@@ -98,6 +111,23 @@ class EvalRun:
                 )
         return rows
 
+    def answer_summary(self) -> list[dict[str, Any]]:
+        """Per strategy: mean answer scores with 95% bootstrap intervals, and answer cost."""
+        rows = []
+        for strategy in self.strategies:
+            mine = [r for r in self.results if r.strategy == strategy and r.answer is not None]
+            if not mine:
+                continue
+            row: dict[str, Any] = {"strategy": strategy, "questions": len(mine)}
+            for metric in sorted({m for r in mine for m in r.answer_scores}):
+                values = [r.answer_scores[metric] for r in mine if metric in r.answer_scores]
+                row[metric], row[f"{metric}_low"], row[f"{metric}_high"] = bootstrap_ci(values)
+            row["llm_calls_per_question"] = float(np.mean([r.answer_llm_calls for r in mine]))
+            row["tokens_per_question"] = float(np.mean([r.answer_tokens for r in mine]))
+            row["answer_seconds_per_question"] = float(np.mean([r.answer_seconds for r in mine]))
+            rows.append(row)
+        return rows
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -106,6 +136,7 @@ class EvalRun:
             "questions": self.questions,
             "build": self.build,
             "summary": self.summary(),
+            "answers": self.answer_summary(),
             "results": [asdict(r) for r in self.results],
         }
 
@@ -135,13 +166,16 @@ def run_eval(
     settings: Settings | None = None,
     rule: Rule = DEFAULT_RULE,
     top_k: int = TOP_K,
+    answerer: Answerer | None = None,
+    answer_budget: int = 1000,
     progress: Progress | None = None,
 ) -> EvalRun:
     """Build the memories of ``evalset`` and score every strategy on every question.
 
     ``rule`` decides when a gold item counts as in the context (metrics.contains):
     "coverage" for paragraphs and turns that can straddle chunks, "substring" for a
-    needle, whose one informative token is the number.
+    needle, whose one informative token is the number. With an ``answerer`` (an LLM),
+    each strategy's context cut to ``answer_budget`` tokens is also answered and scored.
     """
     evalset.validate()
     notify = progress or (lambda stage, done, total: None)
@@ -197,7 +231,10 @@ def run_eval(
             scope = built[by_doc[question.doc_ids[0]]] if len(scopes) > 1 else built["pool"]
             vector = embedder.embed([question.question])[0]
             for strategy in strategies:
-                run.results.append(_score(scope, question, vector, strategy, budgets, rule))
+                result, ranked = _score(scope, question, vector, strategy, budgets, rule)
+                if answerer is not None:
+                    _answer(result, answerer, question, ranked, answer_budget)
+                run.results.append(result)
             notify("questions", done, total)
     finally:
         for scope in built.values():
@@ -214,7 +251,7 @@ def _score(
     strategy: str,
     budgets: Sequence[int],
     rule: Rule,
-) -> QuestionResult:
+) -> tuple[QuestionResult, RankedContext]:
     start = time.perf_counter()
     ranked: RankedContext = STRATEGIES[strategy](scope, question.question, vector)
     seconds = time.perf_counter() - start
@@ -225,7 +262,7 @@ def _score(
         recall[budget] = evidence_recall(context, gold, rule=rule)
         mrr[budget] = reciprocal_rank(context, gold, rule=rule)
         tokens[budget] = sum(approx_tokens(p) for p in context)
-    return QuestionResult(
+    result = QuestionResult(
         question.id,
         strategy,
         recall,
@@ -235,6 +272,55 @@ def _score(
         ranked.usage.calls,
         len(ranked.passages),
     )
+    return result, ranked
+
+
+def _answer(
+    result: QuestionResult,
+    answerer: Answerer,
+    question: EvalQuestion,
+    ranked: RankedContext,
+    budget: int,
+) -> None:
+    reply = answerer.answer(question.question, truncate_to_budget(ranked.passages, budget))
+    result.answer = reply.text
+    result.answer_scores = answer_scores(reply.text, question)
+    result.answer_llm_calls = reply.usage.calls
+    result.answer_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
+    result.answer_seconds = round(reply.usage.seconds, 3)
+
+
+def answer_scores(prediction: str, question: EvalQuestion) -> dict[str, float]:
+    """EM, token F1 and sub_em (SQuAD normalization) for short answers; ROUGE-1/2/L for
+    free-form ones."""
+    if question.kind == KIND_LONG:
+        scores = rouge(prediction, question.answers)
+        return {"rouge1": scores.rouge1, "rouge2": scores.rouge2, "rouge_l": scores.rouge_l}
+    return {
+        "em": exact_match(prediction, question.answers),
+        "f1": token_f1(prediction, question.answers),
+        "sub_em": sub_em(prediction, question.answers),
+    }
+
+
+def answer_table(run: EvalRun) -> str:
+    """Answer quality per strategy (mean [95% CI]), when an LLM answered."""
+    rows = run.answer_summary()
+    if not rows:
+        return ""
+    metrics = [m for m in ("em", "f1", "sub_em", "rouge1", "rouge2", "rouge_l") if m in rows[0]]
+    lines = [
+        "| strategy | " + " | ".join(metrics) + " | LLM calls/q | tokens/q |",
+        "|---" * (3 + len(metrics)) + "|",
+    ]
+    for row in rows:
+        cells = [f"{row[m]:.3f} [{row[m + '_low']:.3f}, {row[m + '_high']:.3f}]" for m in metrics]
+        lines.append(
+            f"| {row['strategy']} | "
+            + " | ".join(cells)
+            + f" | {row['llm_calls_per_question']:.1f} | {row['tokens_per_question']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def markdown_table(run: EvalRun) -> str:
@@ -261,7 +347,8 @@ def write_outputs(run: EvalRun, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json", out / "table.md"]
     written[0].write_text(json.dumps(run.to_dict(), indent=1, sort_keys=True))
-    written[1].write_text(markdown_table(run) + "\n")
+    answers = answer_table(run)
+    written[1].write_text(markdown_table(run) + "\n" + (f"\n{answers}\n" if answers else ""))
     from cam_engine.eval.plots import recall_plot
 
     written.append(recall_plot(run, out / "recall.png"))

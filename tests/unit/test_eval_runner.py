@@ -134,3 +134,49 @@ def test_adapter_strategies_run_on_per_document_memories(essays: Path, tmp_path:
     assert all(r.llm_calls == 0 and r.activated > 0 for r in run.results)
     # GAM's keyword search finds the page holding the quoted sentence.
     assert all(r.recall[4000] == 1.0 for r in run.results if r.strategy == "gam-research")
+
+
+def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from cam_engine.eval.runner import answer_table
+    from cam_engine.llm.openai_compat import OpenAICompatibleChat
+    from cam_engine.llm.tasks import ChatAnswerer
+    from tests.support.chat_server import ChatServer
+
+    evalset = essays_set(essays, pooled=True)
+    evalset.questions[0] = replace(evalset.questions[0], answers=("Leonardo",))
+    evalset.questions[1] = replace(
+        evalset.questions[1], answers=("the founders work hard",), kind="long"
+    )
+
+    def reply(body: dict) -> str:  # the "LLM": right for q0, partly right for q1
+        prompt = str(body["messages"][-1]["content"])
+        return "Leonardo" if evalset.questions[0].question in prompt else "founders work"
+
+    with ChatServer(default=reply) as server:
+        chat = OpenAICompatibleChat(server.base_url, "judge", max_retries=0)
+        run = run_eval(
+            evalset,
+            embedder=EMBEDDER,
+            workdir=tmp_path,
+            strategies=["bm25", "cam-global"],
+            budgets=[200, 1000],
+            answerer=ChatAnswerer(chat),
+            answer_budget=200,
+        )
+        assert len(server.requests) == 3 * 2
+        # The answer prompt holds the strategy's context cut to the answer budget.
+        assert all(
+            len(str(r.body["messages"][-1]["content"]).split()) < 400 for r in server.requests
+        )
+    by_question = {(r.question_id, r.strategy): r for r in run.results}
+    first = by_question[("q0", "bm25")]
+    assert first.answer == "Leonardo" and first.answer_scores["em"] == 1.0
+    assert by_question[("q2", "bm25")].answer_scores == {"em": 0.0, "f1": 0.0, "sub_em": 0.0}
+    long = by_question[("q1", "cam-global")].answer_scores
+    assert set(long) == {"rouge1", "rouge2", "rouge_l"} and 0 < long["rouge1"] < 1
+    assert all(r.answer_llm_calls == 1 and r.answer_tokens > 0 for r in run.results)
+    summary = run.answer_summary()
+    assert [row["strategy"] for row in summary] == ["bm25", "cam-global"]
+    assert "em" in answer_table(run) and "rouge_l" in answer_table(run)
