@@ -198,9 +198,7 @@ def test_many_short_documents_share_batches(tmp_path: Path, essay: str) -> None:
         check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
         stored = {d.id: d.chunks for d in memory.store.documents()}
         assert len(report.batches) < len(documents)  # several documents per batch
-        assert stored == {
-            doc_id: len(memory.document_chunks(doc_id)) for doc_id, _ in documents
-        }
+        assert stored == {doc_id: len(memory.document_chunks(doc_id)) for doc_id, _ in documents}
         assert all(n >= 1 for n in stored.values())
         before = memory.stats()
         again = memory.ingest_documents(documents, batch_size=8)
