@@ -129,6 +129,7 @@ def eval_command(
     from cam_engine.eval.runner import (
         answer_table,
         markdown_table,
+        paired_table,
         run_eval,
         scope_of,
         write_outputs,
@@ -204,6 +205,9 @@ def eval_command(
         f"CAM top-k {run.build['top_k']}"
     )
     click.echo(markdown_table(run))
+    paired = paired_table(run)
+    if paired:
+        click.echo(f"\nquestion by question (recall difference, wins/losses):\n{paired}")
     answers = answer_table(run)
     if answers and answerer is not None:
         click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")

@@ -49,6 +49,7 @@ from cam_engine.memory import Memory
 
 BUDGETS = (500, 1000, 2000, 4000)
 BATCH_SIZE = 64
+PAIRED_WITH = "cam-prune-grow"  # compared question by question with every other strategy
 POOLED_THETA = 0.32  # docs/defaults.md: pooled short documents need a lower threshold
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -111,6 +112,33 @@ class EvalRun:
                 )
         return rows
 
+    def paired(self, strategy: str, budget: int) -> list[dict[str, Any]]:
+        """``strategy`` against every other on the same questions: the mean difference of
+        recall at ``budget`` with a paired 95% bootstrap interval, and how many questions
+        each side wins. Paired intervals are much tighter than comparing two means."""
+        mine = {r.question_id: r.recall[budget] for r in self.results if r.strategy == strategy}
+        rows = []
+        for other in self.strategies:
+            theirs = {r.question_id: r.recall[budget] for r in self.results if r.strategy == other}
+            common = sorted(mine.keys() & theirs.keys())
+            if other == strategy or not common:
+                continue
+            diffs = [mine[q] - theirs[q] for q in common]
+            mean, low, high = bootstrap_ci(diffs)
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "other": other,
+                    "budget": budget,
+                    "difference": mean,
+                    "low": low,
+                    "high": high,
+                    "wins": sum(d > 0 for d in diffs),
+                    "losses": sum(d < 0 for d in diffs),
+                }
+            )
+        return rows
+
     def answer_summary(self) -> list[dict[str, Any]]:
         """Per strategy: mean answer scores with 95% bootstrap intervals, and answer cost."""
         rows = []
@@ -137,6 +165,13 @@ class EvalRun:
             "build": self.build,
             "summary": self.summary(),
             "answers": self.answer_summary(),
+            "paired": [
+                row
+                for strategy in self.strategies
+                if strategy == PAIRED_WITH
+                for budget in self.budgets
+                for row in self.paired(strategy, budget)
+            ],
             "results": [asdict(r) for r in self.results],
         }
 
@@ -323,6 +358,30 @@ def answer_table(run: EvalRun) -> str:
     return "\n".join(lines)
 
 
+def paired_table(run: EvalRun) -> str:
+    """cam-prune-grow minus each other strategy, per budget: mean [95% CI] (wins/losses)."""
+    if PAIRED_WITH not in run.strategies or len(run.strategies) < 2:
+        return ""
+    others = [s for s in run.strategies if s != PAIRED_WITH]
+    lines = [
+        f"| {PAIRED_WITH} minus | " + " | ".join(f"@{b}" for b in run.budgets) + " |",
+        "|---" * (1 + len(run.budgets)) + "|",
+    ]
+    rows = {(r["other"], r["budget"]): r for b in run.budgets for r in run.paired(PAIRED_WITH, b)}
+    for other in others:
+        cells = []
+        for b in run.budgets:
+            r = rows.get((other, b))
+            cells.append(
+                f"{r['difference']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}] "
+                f"({r['wins']}/{r['losses']})"
+                if r
+                else "-"
+            )
+        lines.append(f"| {other} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown_table(run: EvalRun) -> str:
     """Recall (95% CI) and MRR per strategy (rows) and budget (columns)."""
     head = "| strategy | " + " | ".join(f"recall@{b}" for b in run.budgets)
@@ -347,8 +406,8 @@ def write_outputs(run: EvalRun, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json", out / "table.md"]
     written[0].write_text(json.dumps(run.to_dict(), indent=1, sort_keys=True))
-    answers = answer_table(run)
-    written[1].write_text(markdown_table(run) + "\n" + (f"\n{answers}\n" if answers else ""))
+    parts = [markdown_table(run), paired_table(run), answer_table(run)]
+    written[1].write_text("\n\n".join(p for p in parts if p) + "\n")
     from cam_engine.eval.plots import recall_plot
 
     written.append(recall_plot(run, out / "recall.png"))

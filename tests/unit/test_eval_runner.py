@@ -72,12 +72,23 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
         (s, b) for s in run.strategies for b in (50, 4000)
     }
     assert all(r["recall_low"] <= r["recall"] <= r["recall_high"] for r in rows)
+    paired = run.paired("cam-prune-grow", 4000)
+    assert [r["other"] for r in paired] == [
+        "bm25",
+        "dense",
+        "cam-no-hierarchy",
+        "cam-no-flexibility",
+    ]
+    for r in paired:
+        assert r["low"] <= r["difference"] <= r["high"] and r["wins"] + r["losses"] <= 3
     table = markdown_table(run)
     assert table.count("\n") == 1 + len(run.strategies) and "recall@4000" in table
     written = write_outputs(run, tmp_path / "out")
     assert [p.name for p in written] == ["results.json", "table.md", "recall.png"]
     assert written[2].read_bytes()[:4] == b"\x89PNG"
+    assert "cam-prune-grow minus" in written[1].read_text()
     saved = json.loads(written[0].read_text())
+    assert len(saved["paired"]) == 4 * 2
     assert len(saved["results"]) == 15 and saved["build"]["chunks"] > 0
 
 
