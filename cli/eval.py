@@ -91,7 +91,9 @@ class _Bar:
     help="Context tokens the answering LLM gets.",
 )
 @click.option("--embed-model", help="Embedding model (default: all-MiniLM-L6-v2, bundled).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
+)
 def eval_command(
     kind: str,
     path: Path,
@@ -198,7 +200,7 @@ def eval_command(
         if not as_json:
             click.echo("wrote " + ", ".join(str(p) for p in written), err=True)
     if as_json:
-        echo_json({k: v for k, v in run.to_dict().items() if k != "results"})
+        echo_json(run.to_dict())
         return
     click.echo(
         f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s, "

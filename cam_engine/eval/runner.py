@@ -231,6 +231,7 @@ def run_eval(
     }
     started = time.perf_counter()
     built: dict[str, Scope] = {}
+    llm_calls = 0
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
     for name, doc_ids in scopes.items():
         memory = Memory.open(db, name, settings=chosen, embedder=embedder)
@@ -241,13 +242,15 @@ def run_eval(
         # Short documents share batches: one batch per paragraph would run the whole
         # hierarchy update 2,000 times for pooled HotpotQA.
         pairs = [(doc_id, texts[doc_id]) for doc_id in doc_ids]
-        memory.ingest_documents(pairs, batch_size=BATCH_SIZE)
+        reports = [memory.ingest_documents(pairs, batch_size=BATCH_SIZE)]
         if flat is not None:
-            flat.ingest_documents(pairs, batch_size=BATCH_SIZE)
+            reports.append(flat.ingest_documents(pairs, batch_size=BATCH_SIZE))
+        llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
         for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
             from cam_engine.adapters.registry import VIEW_BUILDERS
 
-            VIEW_BUILDERS[view](memory, None, None)  # extractive: no LLM calls
+            view_report = VIEW_BUILDERS[view](memory, None, None)  # extractive views
+            llm_calls += view_report.log.usage.calls
         documents_done += len(doc_ids)
         notify("build", documents_done, documents_total)
         built[name] = Scope(memory, flat, top_k=top_k)
@@ -256,7 +259,7 @@ def run_eval(
     build["chunks"] = sum(s["levels"][0]["nodes"] for s in stats if s["levels"])
     build["summaries"] = sum(lv["nodes"] for s in stats for lv in s["levels"] if lv["level"] > 0)
     build["summarizer"] = next(iter(built.values())).memory.summarizer.backend
-    build["llm_calls"] = 0  # the extractive summarizer calls no model
+    build["llm_calls"] = llm_calls  # 0 with the extractive summarizer and views
 
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
     run = EvalRun(evalset.name, list(strategies), list(budgets), len(evalset.questions), build)
