@@ -35,7 +35,7 @@ from cam_engine.types import Node
 
 BUDGETS = (500, 1000, 2000)
 MARGINS = (0.05, 0.1, 0.2, 0.3)
-MIN_SIMILARITIES = (0.2, 0.3)
+MIN_SIMILARITIES = (0.1, 0.2, 0.3)
 TOP_KS = (10, 20)
 ORDERS = ("all", "chunks-first")
 
