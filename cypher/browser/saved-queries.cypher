@@ -98,3 +98,28 @@ WITH c, collect(s.id) AS parents
 WHERE size(parents) >= 2
 RETURN c.id AS chunk, c.position AS position, parents, left(c.text, 80) AS text
 ORDER BY size(parents) DESC, position;
+
+
+// 7. Adapter views: ReadAgent pages (or GAM pages: view 'gam') of one document, in
+// order, with the chunks each covers. `cam ingest --view readagent` builds them.
+// params: $memory
+MATCH (d:Document {memory: $memory})-[:HAS_VIEW_NODE]->(p:Page {view: 'readagent'})
+WITH d, p ORDER BY p.seq
+WITH d, collect(p)[0..6] AS pages
+UNWIND pages AS p
+MATCH cover = (p)-[:COVERS]->(:Chunk)
+OPTIONAL MATCH next = (p)-[:NEXT]->(:Page)
+RETURN d, collect(cover) AS covers, collect(next) AS order;
+
+
+// 8. A MemAgent run (`cam ask --strategy memagent`): memory states step by step, the
+// chunks each step read, and the final state holding the answer.
+// params: $memory
+MATCH (s:MemoryState {memory: $memory})
+WITH s.question_id AS run, max(s.step) AS steps
+ORDER BY steps DESC LIMIT 1
+MATCH (s:MemoryState {memory: $memory, question_id: run})
+OPTIONAL MATCH read = (s)-[:READ]->(:Chunk)
+RETURN s.step AS step, s.final AS final, s.tokens AS tokens, left(s.text, 120) AS memory,
+       count(read) AS chunks_read
+ORDER BY step;

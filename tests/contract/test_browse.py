@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -50,3 +51,39 @@ def test_browse_queries_run_and_return_the_memory(memory_name: str) -> None:
 def test_browse_refuses_a_sqlite_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
     result = CliRunner().invoke(cli, ["browse", "--store", str(tmp_path / "m.db")])
     assert result.exit_code == 1 and "needs a memory in Neo4j" in result.output
+
+
+def saved_queries() -> dict[str, str]:
+    """The numbered queries of cypher/browser/saved-queries.cypher, comments dropped."""
+    text = (Path(__file__).parents[2] / "cypher" / "browser" / "saved-queries.cypher").read_text()
+    blocks = re.split(r"^// (\d+[ab]?)\. ", text, flags=re.MULTILINE)[1:]
+    return {
+        number: "\n".join(
+            line for line in body.splitlines() if line.strip() and not line.startswith("//")
+        ).split("\n", 1)[1]  # the first line is the rest of the title
+        for number, body in zip(blocks[::2], blocks[1::2], strict=True)
+    }
+
+
+def test_saved_view_queries_show_pages_and_memory_states(memory_name: str) -> None:
+    from cam_engine.adapters import memagent, readagent
+
+    neo4j_or_skip(memory_name).close()
+    embedder = HashingEmbedder(64)
+    settings = Settings(embed_model=embedder.name, theta=0.3)
+    text = shared_file("haystacks/gutenberg/pg84.txt").read_text()[:20000]
+    with Memory.open(NEO4J_URI, memory_name, settings=settings, embedder=embedder) as memory:
+        memory.ingest_text(text, "frankenstein", batch_size=32)
+        readagent.build_view(memory, None, None)
+        memagent.answer(memory, "Who is Walton writing to?", None, chunk_tokens=1500)
+    queries = saved_queries()
+    assert sorted(queries) == ["1", "2", "3a", "3b", "4", "5", "6", "7", "8"]
+    store = neo4j_or_skip(memory_name)
+    try:
+        pages = store._driver.execute_query(queries["7"], {"memory": memory_name}).records
+        assert len(pages) == 1 and pages[0]["covers"] and pages[0]["order"]
+        steps = store._driver.execute_query(queries["8"], {"memory": memory_name}).records
+        assert [r["step"] for r in steps] == list(range(1, len(steps) + 1))
+        assert steps[-1]["final"] is True and all(r["chunks_read"] > 0 for r in steps[:-1])
+    finally:
+        store.close()
