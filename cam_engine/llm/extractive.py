@@ -227,10 +227,11 @@ class ExtractiveSelector:
     gold paragraphs' cosine to the question has median 0.53, but the distractors' p75 is
     0.50. The margin was tuned with ``cam eval`` on the 100 hard HotpotQA questions
     (not the 200 we report on): prune-and-grow's gold recall at 1,000 tokens is 0.717
-    with margin 0.1, 0.807 with 0.3. The floor matters when every candidate is weak:
-    0.2 and 0.3 tie on HotpotQA, but a needle-in-a-haystack chunk (one sentence in a
-    paragraph of essay) scores 0.28-0.59 against its question, so 0.3 lost two of ten
-    needles that were the best candidate by far (docs/evaluation.md).
+    with margin 0.1, 0.807 with 0.3 (floor 0.3), 0.820 with the floor at 0.2 (0.1 gives
+    the same). The floor matters when every candidate is weak: a needle-in-a-haystack
+    chunk (one sentence in a paragraph of essay) scores 0.28-0.59 against its question,
+    and 0.3 lost two of ten needles that were the best candidate by far
+    (docs/evaluation.md; ``python -m cam_engine.bench.selector``).
     """
 
     def __init__(
