@@ -349,10 +349,11 @@ def _search(
 def _keyword_hits(
     memory: Memory, store: PageStore, query: str, top_k: int
 ) -> list[tuple[str, float]]:
-    """BM25 (or the store's full-text search) over the page texts; when only some
-    documents are in scope every page is ranked and the others are dropped."""
+    """BM25 (or the store's full-text search) over the page texts of the documents in
+    scope (the store filters, so BM25's statistics are those of the scope)."""
     scoped = len(store.pages) < store.pages_in_view
-    found = memory.keyword_search(VIEW, PAGE, query, store.pages_in_view if scoped else top_k)
+    groups = sorted({page.document for page in store.pages}) if scoped else None
+    found = memory.keyword_search(VIEW, PAGE, query, top_k, groups)
     return [(i, score) for i, score in found if i in store.by_id][:top_k]
 
 

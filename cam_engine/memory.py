@@ -463,8 +463,10 @@ class Memory:
     ) -> list[ViewNode]:
         return self.store.view_nodes(view, kind, group, embeddings=embeddings)
 
-    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        return self.store.keyword_search(view, kind, query, k)
+    def keyword_search(
+        self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        return self.store.keyword_search(view, kind, query, k, groups)
 
     def locate(self, question: str, top_k: int = 10) -> list[tuple[Node, float]]:
         """Fast localization (CAM Section 4.2): the ``top_k`` nodes of all levels closest

@@ -116,9 +116,12 @@ class GraphStore(Protocol):
         """{view: {kind: nodes}} for the views present in this memory."""
         ...
 
-    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         """Best ``k`` (id, score) of a view's nodes for a keyword query, best first:
-        BM25 on the embedded store, the full-text index on Neo4j."""
+        BM25 on the embedded store, the full-text index on Neo4j. ``groups`` keeps the
+        search to those sequences (e.g. documents), statistics included on SQLite."""
         ...
 
     # --- reporting ----------------------------------------------------------------

@@ -20,20 +20,32 @@ class BM25Index:
 
     def __init__(self, docs: Sequence[tuple[str, str]]) -> None:
         self._ids = [doc_id for doc_id, _ in docs]
-        self._bm25 = BM25Okapi([tokenize(text) or [""] for _, text in docs]) if docs else None
+        tokens = [tokenize(text) or [""] for _, text in docs]
+        self._words = [set(t) for t in tokens]
+        self._bm25 = BM25Okapi(tokens) if docs else None
 
     def top_k(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The ``k`` best (id, score) for ``query``; only positive scores, best first,
-        ties by id so the order is stable."""
+        """The ``k`` best (id, score) among the documents sharing a word with ``query``,
+        best first, ties by id so the order is stable.
+
+        Matching decides what is found, the score only the order: in a corpus of two or
+        three pages Okapi's idf is 0 (or floored) for a word in half of them, and a
+        "score > 0" rule would hide the one page that has the word.
+        """
         terms = tokenize(query)
         if self._bm25 is None or not terms or k < 1:
             return []
+        wanted = set(terms)
         scores = self._bm25.get_scores(terms)
         ranked = sorted(
-            ((float(score), doc_id) for doc_id, score in zip(self._ids, scores, strict=True)),
+            (
+                (float(score), doc_id)
+                for doc_id, score, words in zip(self._ids, scores, self._words, strict=True)
+                if words & wanted
+            ),
             key=lambda pair: (-pair[0], pair[1]),
         )
-        return [(doc_id, score) for score, doc_id in ranked[:k] if score > 0]
+        return [(doc_id, score) for score, doc_id in ranked[:k]]
 
 
 def bm25_top_k(docs: Sequence[tuple[str, str]], query: str, k: int) -> list[tuple[str, float]]:

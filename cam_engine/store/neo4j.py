@@ -457,7 +457,9 @@ class Neo4jStore:
             counts.setdefault(row["view"], {})[row["kind"]] = row["nodes"]
         return counts
 
-    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
+    def keyword_search(
+        self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         """Neo4j's full-text (Lucene) index; the query is reduced to its words (joined
         by spaces: Lucene's OR), so no character of it is read as query syntax."""
         terms = tokenize(query)
@@ -470,6 +472,7 @@ class Neo4jStore:
             query=" ".join(terms),
             candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
             k=k,
+            groups=None if groups is None else sorted(set(groups)),
         )
         return [(r["id"], float(r["score"])) for r in rows]
 

@@ -566,10 +566,14 @@ class SqliteStore:
             counts.setdefault(view, {})[kind] = n
         return counts
 
-    def keyword_search(self, view: str, kind: str, query: str, k: int) -> list[tuple[str, float]]:
-        """BM25 (rank-bm25's Okapi) over the view's nodes; the index is rebuilt per call,
-        which is cheap next to an LLM call for the few hundred pages of a page-store."""
-        nodes = self.view_nodes(view, kind)
+    def keyword_search(
+        self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """BM25 (rank-bm25's Okapi) over the view's nodes (of ``groups`` only, when given);
+        the index is rebuilt per call, which is cheap next to an LLM call for the few
+        hundred pages of a page-store."""
+        wanted = None if groups is None else set(groups)
+        nodes = [n for n in self.view_nodes(view, kind) if wanted is None or n.group in wanted]
         return bm25_top_k([(n.id, n.text) for n in nodes], query, k)
 
     # --- reporting -----------------------------------------------------------------------

@@ -114,3 +114,22 @@ def test_clearing_the_memory_drops_its_views(store: GraphStore) -> None:
     with store.transaction():
         store.clear(keep_chunks=False)
     assert store.view_counts() == {}
+
+
+def test_keyword_search_keeps_to_the_groups_asked_for(store: GraphStore) -> None:
+    def gam_page(group: str, seq: int, text: str) -> ViewNode:
+        return ViewNode(f"gam/{group}/p{seq}", "gam", PAGE, group, seq, text)
+
+    with store.transaction():
+        store.upsert_view_nodes(
+            [
+                gam_page("a", 0, "the doubloon nailed to the mainmast"),
+                gam_page("b", 0, "a doubloon for the first man to raise the whale"),
+                gam_page("b", 1, "Queequeg and his harpoon"),
+            ]
+        )
+    everywhere = store.keyword_search("gam", PAGE, "doubloon", 5)
+    assert {i for i, _ in everywhere} == {"gam/a/p0", "gam/b/p0"}
+    only_b = store.keyword_search("gam", PAGE, "doubloon", 5, groups=["b"])
+    assert [i for i, _ in only_b] == ["gam/b/p0"]
+    assert store.keyword_search("gam", PAGE, "doubloon", 5, groups=[]) == []
