@@ -62,10 +62,17 @@ class LevelChange:
 
 
 class ReplicaGraph:
-    """Reads the replica graph from the store on demand (for propagation and splits)."""
+    """Reads the replica graph from the store on demand (for propagation and splits).
+
+    The labels of every replica it reads are remembered, so label propagation does not
+    read again the neighbours it has just read with their edges (one query fewer per
+    round, which counts on Neo4j). Use a fresh one per propagation: the remembered
+    labels are those stored when it started.
+    """
 
     def __init__(self, store: GraphStore) -> None:
         self._store = store
+        self._labels: dict[str, str] = {}
 
     def neighbours(self, replica_ids: Sequence[str]) -> dict[str, dict[str, float]]:
         replicas = list(self._store.replicas_by_id(replica_ids).values())
@@ -74,10 +81,17 @@ class ReplicaGraph:
     def edges_of(self, replicas: Sequence[Replica]) -> dict[str, dict[str, float]]:
         adjacency = self._store.neighbours({r.node_id for r in replicas})
         partners = self._store.replicas_of({m for r in replicas for m in r.members})
-        return replica_edges(replicas, [p for ps in partners.values() for p in ps], adjacency)
+        flat = [p for ps in partners.values() for p in ps]
+        self._labels.update({r.id: r.label for r in [*replicas, *flat]})
+        return replica_edges(replicas, flat, adjacency)
 
     def labels(self, replica_ids: Sequence[str]) -> dict[str, str]:
-        return {rid: r.label for rid, r in self._store.replicas_by_id(replica_ids).items()}
+        known = {rid: self._labels[rid] for rid in replica_ids if rid in self._labels}
+        missing = [rid for rid in replica_ids if rid not in known]
+        if missing:
+            read = self._store.replicas_by_id(missing)
+            known.update({rid: r.label for rid, r in read.items()})
+        return known
 
 
 class MemoryBuilder:
@@ -160,11 +174,12 @@ class MemoryBuilder:
         with self.clock.phase("propagation"):
             seeds = self._seeds(change, added + diff.changed, diff.removed + gone)
             labels = {r.id: r.label for r in seeds}
+            graph = ReplicaGraph(store)
             result = propagate(
                 [r.id for r in seeds],
                 labels,
-                self.replica_graph.neighbours,
-                self.replica_graph.labels,
+                graph.neighbours,
+                graph.labels,
                 max_rounds=self.settings.max_rounds,
                 max_size=self.settings.max_cluster_size,
                 read_sizes=store.label_sizes,
