@@ -4,10 +4,13 @@
 
 Builds the pooled memory of the 100 hard HotpotQA questions (a different set from
 the 200 that docs/evaluation.md reports on, so the report is not tuned on itself) and
-prints, for prune-and-grow with the extractive selector, gold-evidence recall at 500,
-1,000 and 2,000 tokens for each margin, minimum similarity, localization top-k and
-context order ("all": activated nodes by cosine; "chunks-first": chunks by cosine,
-then summaries), next to BM25 and dense top-k on the same chunks. One markdown table.
+a memory of Frankenstein (the ask benchmark's book and its 20 questions), and prints,
+for prune-and-grow with the extractive selector, gold-evidence recall at 500, 1,000 and
+2,000 tokens on HotpotQA and the nodes activated on both (mean, and the max on the
+book, which is what ask latency follows) for each margin, minimum similarity, cap per
+turn, localization top-k and context order ("all": activated nodes by cosine;
+"chunks-first": chunks by cosine, then summaries), next to BM25 and dense top-k on the
+same chunks. One markdown table.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cam_engine.bench.ask import book_corpus, default_book
 from cam_engine.bench.stores import CachingEmbedder
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
@@ -34,8 +38,9 @@ from cam_engine.retrieval import prune_and_grow
 from cam_engine.types import Node
 
 BUDGETS = (500, 1000, 2000)
-MARGINS = (0.05, 0.1, 0.2, 0.3)
-MIN_SIMILARITIES = (0.1, 0.2, 0.3)
+MARGINS = (0.1, 0.2, 0.3)
+MIN_SIMILARITIES = (0.2, 0.3)
+CAPS = (5, 8, None)  # candidates chosen per turn at most
 TOP_KS = (10, 20)
 ORDERS = ("all", "chunks-first")
 
@@ -55,10 +60,11 @@ def order(nodes: Sequence[Node], vector: np.ndarray, how: str) -> list[str]:
 
 
 def prune_grow_passages(
-    memory: Memory, selector: ExtractiveSelector, top_k: int, how: str
+    memory: Memory, selector: ExtractiveSelector, top_k: int, how: str, activated: list[int]
 ) -> Callable[[str, np.ndarray], list[str]]:
     def passages(question: str, vector: np.ndarray) -> list[str]:
         found = prune_and_grow(memory.store, question, vector, selector, top_k=top_k, max_turns=5)
+        activated.append(len(found.activated))
         return order(found.activated, vector, how)
 
     return passages
@@ -76,6 +82,10 @@ def run(data: Path, store_dir: Path) -> str:
     questions = evalset.questions
     vectors = embedder.embed([q.question for q in questions])
     scope = Scope(memory)
+    corpus = book_corpus(default_book())
+    book = Memory.open(store_dir / "selector.db", "book", embedder=embedder)
+    book.ingest([corpus.book], batch_size=64)
+    book_vectors = embedder.embed(corpus.questions)
 
     def recall(passages_of: Callable[[str, np.ndarray], list[str]]) -> list[float]:
         per_budget: dict[int, list[float]] = {b: [] for b in BUDGETS}
@@ -89,24 +99,39 @@ def run(data: Path, store_dir: Path) -> str:
     def baseline(fn: Callable[[Scope, str, np.ndarray], RankedContext]) -> list[float]:
         return recall(lambda q, v: fn(scope, q, v).passages)
 
-    head = "| strategy | top-k | min sim | margin | order | " + " | ".join(
+    head = "| strategy | top-k | min sim | margin | cap | order | " + " | ".join(
         f"recall@{b}" for b in BUDGETS
     )
+    head += " | activated (HotpotQA) | activated (book, mean / max) |"
     lines = [
-        f"{len(questions)} questions, {len(evalset.documents)} documents, built in {built:.0f} s",
+        f"HotpotQA: {len(questions)} questions, {len(evalset.documents)} documents, built in "
+        f"{built:.0f} s; book: {corpus.book.name}, {len(corpus.questions)} questions",
         "",
-        head + " |",
-        "|---" * (5 + len(BUDGETS)) + "|",
+        head,
+        "|---" * (8 + len(BUDGETS)) + "|",
     ]
     for name, fn in (("bm25", bm25), ("dense", dense)):
         cells = " | ".join(f"{r:.3f}" for r in baseline(fn))
-        lines.append(f"| {name} | | | | | {cells} |")
-    for top_k, min_sim, margin, how in itertools.product(TOP_KS, MIN_SIMILARITIES, MARGINS, ORDERS):
-        selector = ExtractiveSelector(embedder.embed, min_similarity=min_sim, margin=margin)
-        passages = prune_grow_passages(memory, selector, top_k, how)
-        cells = " | ".join(f"{r:.3f}" for r in recall(passages))
-        lines.append(f"| prune-grow | {top_k} | {min_sim} | {margin} | {how} | {cells} |")
+        lines.append(f"| {name} | | | | | | {cells} | | |")
+    grid = itertools.product(TOP_KS, MIN_SIMILARITIES, MARGINS, CAPS, ORDERS)
+    for top_k, min_sim, margin, cap, how in grid:
+        selector = ExtractiveSelector(
+            embedder.embed, min_similarity=min_sim, margin=margin, max_chosen=cap
+        )
+        activated: list[int] = []
+        cells = " | ".join(
+            f"{r:.3f}" for r in recall(prune_grow_passages(memory, selector, top_k, how, activated))
+        )
+        on_book = [
+            len(prune_and_grow(book.store, q, v, selector, top_k=top_k, max_turns=5).activated)
+            for q, v in zip(corpus.questions, book_vectors, strict=True)
+        ]
+        lines.append(
+            f"| prune-grow | {top_k} | {min_sim} | {margin} | {cap or '-'} | {how} | {cells} | "
+            f"{np.mean(activated):.1f} | {np.mean(on_book):.1f} / {max(on_book)} |"
+        )
     memory.close()
+    book.close()
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from cam_engine.errors import ConfigError
 from cam_engine.llm.base import (
     EXTRACTIVE,
     AnswerText,
@@ -221,17 +222,20 @@ class ExtractiveSummarizer:
 
 class ExtractiveSelector:
     """Selects candidates by cosine to the question: those within ``margin`` of the best
-    candidate of the turn and at least ``min_similarity``.
+    candidate of the turn and at least ``min_similarity``, the best ``max_chosen`` of
+    them at most (an LLM selector also names a handful, not everything plausible).
 
     An absolute threshold alone does not work with MiniLM: on 60 HotpotQA questions the
     gold paragraphs' cosine to the question has median 0.53, but the distractors' p75 is
-    0.50. The margin was tuned with ``cam eval`` on the 100 hard HotpotQA questions
-    (not the 200 we report on): prune-and-grow's gold recall at 1,000 tokens is 0.717
-    with margin 0.1, 0.807 with 0.3 (floor 0.3), 0.820 with the floor at 0.2 (0.1 gives
-    the same). The floor matters when every candidate is weak: a needle-in-a-haystack
-    chunk (one sentence in a paragraph of essay) scores 0.28-0.59 against its question,
-    and 0.3 lost two of ten needles that were the best candidate by far
-    (docs/evaluation.md; ``python -m cam_engine.bench.selector``).
+    0.50. Tuned with ``python -m cam_engine.bench.selector`` on the 100 hard HotpotQA
+    questions (not the 200 we report on) and the Frankenstein questions of the ask
+    benchmark (docs/evaluation.md): margin 0.3 finds more gold than 0.1 (recall at 1,000
+    tokens 0.802 against 0.717 with the cap), but without a cap it lets a book's
+    similar-looking chunks through turn after turn (276 nodes activated on average, up
+    to 558), which is why at most 8 are chosen per turn (40 at most over 5 turns). The
+    floor matters when every candidate is weak: a needle-in-a-haystack chunk (one
+    sentence in a paragraph of essay) scores 0.28-0.59 against its question, and 0.3
+    lost two of ten needles that were the best candidate by far.
     """
 
     def __init__(
@@ -240,10 +244,14 @@ class ExtractiveSelector:
         *,
         min_similarity: float = 0.2,
         margin: float = 0.3,
+        max_chosen: int | None = 8,
     ) -> None:
+        if max_chosen is not None and max_chosen < 1:
+            raise ConfigError(f"max_chosen must be >= 1 or None, got {max_chosen}")
         self._embed = embed
         self.min_similarity = min_similarity
         self.margin = margin
+        self.max_chosen = max_chosen
         self._question: tuple[str, np.ndarray] | None = None
 
     @property
@@ -269,7 +277,7 @@ class ExtractiveSelector:
         scores = np.stack(vectors) @ q
         bar = max(self.min_similarity, float(scores.max()) - self.margin)
         chosen = [i for i in np.argsort(-scores, kind="stable") if scores[i] >= bar]
-        return Selection([int(i) for i in chosen], EXTRACTIVE, Usage())
+        return Selection([int(i) for i in chosen[: self.max_chosen]], EXTRACTIVE, Usage())
 
 
 class ExtractiveAnswerer:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 
 from cam_engine.llm.base import Candidate, Selection, Usage
 from cam_engine.retrieval import context_passages, global_top_k, prune_and_grow, traverse
@@ -86,6 +87,19 @@ def test_extractive_selector_keeps_candidates_near_the_best() -> None:
     ]
     assert selector.select("q", candidates).chosen == [0, 1]
     assert selector.select("q", []).chosen == []
+
+
+def test_extractive_selector_chooses_at_most_max_chosen_best_first() -> None:
+    from cam_engine.errors import ConfigError
+    from cam_engine.llm.extractive import ExtractiveSelector
+
+    embed = lambda texts: np.stack([axis(0)] * len(texts))  # noqa: E731
+    # Eight near-equal candidates, as a book's chunks look to a vague question.
+    candidates = [Candidate(str(i), mix((0, 1.0), (1, 0.05 * i))) for i in range(8)]
+    assert ExtractiveSelector(embed, max_chosen=3).select("q", candidates).chosen == [0, 1, 2]
+    assert len(ExtractiveSelector(embed, max_chosen=None).select("q", candidates).chosen) == 8
+    with pytest.raises(ConfigError, match="max_chosen"):
+        ExtractiveSelector(embed, max_chosen=0)
 
 
 def test_extractive_answer_quotes_the_best_matching_sentences() -> None:
