@@ -230,9 +230,9 @@ class ExtractiveSelector:
     0.50. Tuned with ``python -m cam_engine.bench.selector`` on the 100 hard HotpotQA
     questions (not the 200 we report on) and the Frankenstein questions of the ask
     benchmark (docs/evaluation.md): margin 0.3 finds more gold than 0.1 (recall at 1,000
-    tokens 0.802 against 0.717 with the cap), but without a cap it lets a book's
-    similar-looking chunks through turn after turn (276 nodes activated on average, up
-    to 558), which is why at most 8 are chosen per turn (40 at most over 5 turns). The
+    tokens 0.802 with the cap below, against 0.717 for margin 0.1), but without a cap it
+    lets a book's similar-looking chunks through turn after turn (276 nodes activated
+    on average, up to 558), which is why at most 8 are chosen per turn (40 over 5). The
     floor matters when every candidate is weak: a needle-in-a-haystack chunk (one
     sentence in a paragraph of essay) scores 0.28-0.59 against its question, and 0.3
     lost two of ten needles that were the best candidate by far.
