@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cam_engine.errors import InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel, Completion, Message, Usage
+from cam_engine.memory import Memory
 
 
 def count_tokens(text: str) -> int:
@@ -48,6 +50,19 @@ class CallLog:
             "llm_seconds": round(self.usage.seconds, 3),
             "largest_context_tokens": self.largest_context_tokens,
         }
+
+
+def document_ids(memory: Memory, doc_ids: Sequence[str] | None) -> list[str]:
+    """The documents an adapter works on: all of the memory's (in its order) when
+    ``doc_ids`` is None, else those ids once each, in the order given. An id the memory
+    does not hold is an ``InputError`` naming it."""
+    known = [record.id for record in memory.documents()]
+    if doc_ids is None:
+        return known
+    missing = sorted(set(doc_ids) - set(known))
+    if missing:
+        raise InputError(f"no such document in the memory: {', '.join(missing)}")
+    return list(dict.fromkeys(doc_ids))
 
 
 def backend_of(chat: ChatModel | None) -> str:

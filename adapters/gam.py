@@ -33,8 +33,9 @@ from cam_engine.adapters.base import (
     ViewReport,
     backend_of,
     count_tokens,
+    document_ids,
 )
-from cam_engine.errors import ConfigError, InputError
+from cam_engine.errors import ConfigError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
 from cam_engine.llm.extractive import ExtractiveSummarizer, content_words, split_sentences
 from cam_engine.llm.parsers import parse_json_object, strip_thinking
@@ -101,7 +102,7 @@ def build_view(
         raise ConfigError(f"session_tokens must be >= 1, got {session_tokens}")
     report = ViewReport(view=VIEW, backend=backend_of(chat))
     sessions = fallbacks = 0
-    for doc in _documents(memory, doc_ids):
+    for doc in document_ids(memory, doc_ids):
         nodes, doc_fallbacks = _memorize(memory, doc, chat, session_tokens, report.log, on_session)
         memory.write_view(nodes, replace_group=True)
         report.documents += 1
@@ -114,16 +115,6 @@ def build_view(
         "memo_fallbacks": fallbacks,
     }
     return report
-
-
-def _documents(memory: Memory, doc_ids: Sequence[str] | None) -> list[str]:
-    known = [record.id for record in memory.documents()]
-    if doc_ids is None:
-        return known
-    missing = sorted(set(doc_ids) - set(known))
-    if missing:
-        raise InputError(f"no such document in the memory: {', '.join(missing)}")
-    return list(dict.fromkeys(doc_ids))
 
 
 def _memorize(
@@ -238,7 +229,7 @@ class PageStore:
     @classmethod
     def load(cls, memory: Memory, doc_ids: Sequence[str] | None) -> PageStore:
         nodes = memory.view_nodes(VIEW, PAGE, embeddings=True)
-        docs = _documents(memory, doc_ids)
+        docs = document_ids(memory, doc_ids)
         rank = {doc: i for i, doc in enumerate(docs)}
         memos = {(m.group, m.seq): m.text for m in memory.view_nodes(VIEW, MEMO)}
         scoped = sorted((n for n in nodes if n.group in rank), key=lambda n: (rank[n.group], n.seq))

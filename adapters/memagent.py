@@ -48,6 +48,7 @@ from cam_engine.adapters.base import (
     Source,
     backend_of,
     count_tokens,
+    document_ids,
 )
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
@@ -244,7 +245,7 @@ def answer(
     ``on_step(step, steps)`` is called after each step that ran and was stored.
     """
     _check_arguments(question, chunk_tokens, memory_tokens)
-    documents = _document_ids(memory, doc_ids)
+    documents = document_ids(memory, doc_ids)
     pieces = plan_pieces(_chunks(memory, documents), chunk_tokens)
     if not pieces:
         raise InputError("the memory holds no text to read")
@@ -315,16 +316,6 @@ def _check_arguments(question: str, chunk_tokens: int, memory_tokens: int) -> No
     for name, value in (("chunk_tokens", chunk_tokens), ("memory_tokens", memory_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _document_ids(memory: Memory, doc_ids: Sequence[str] | None) -> list[str]:
-    known = [d.id for d in memory.documents()]
-    if doc_ids is None:
-        return known
-    unknown = sorted(set(doc_ids) - set(known))
-    if unknown:
-        raise InputError(f"no such document in the memory: {', '.join(unknown)}")
-    return list(dict.fromkeys(doc_ids))
 
 
 def _chunks(memory: Memory, doc_ids: Sequence[str]) -> list[Node]:

@@ -73,6 +73,7 @@ from cam_engine.adapters.base import (
     ViewReport,
     backend_of,
     count_tokens,
+    document_ids,
 )
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
@@ -353,7 +354,7 @@ def build_view(
     is called after each page with the number of pages gisted so far (all documents).
     """
     sizes = PageSizes.make(min_words, max_words, remainder_words, gist_ratio)
-    ids = _document_ids(memory, doc_ids)
+    ids = document_ids(memory, doc_ids)
     report = ViewReport(VIEW, backend_of(chat))
     totals = _BuildTotals()
     for doc_id in ids:
@@ -464,16 +465,6 @@ def _join(paragraphs: Sequence[Paragraph]) -> str:
     return "\n\n".join(p.text for p in paragraphs)
 
 
-def _document_ids(memory: Memory, doc_ids: Sequence[str] | None) -> list[str]:
-    known = [d.id for d in memory.documents()]
-    if doc_ids is None:
-        return known
-    unknown = sorted(set(doc_ids) - set(known))
-    if unknown:
-        raise InputError(f"no document {', '.join(map(repr, unknown))} in this memory")
-    return list(dict.fromkeys(doc_ids))
-
-
 def _compression_rate(words: int, full_words: int) -> float:
     return round(100.0 * (1.0 - words / full_words), 2) if full_words else 0.0
 
@@ -507,7 +498,7 @@ def load_pages(
         if missing:
             logger.warning("documents without ReadAgent pages, left out: %s", ", ".join(missing))
     else:
-        ids = _document_ids(memory, doc_ids)
+        ids = document_ids(memory, doc_ids)
         nodes = [n for d in ids for n in memory.view_nodes(VIEW, PAGE, d, embeddings=embeddings)]
         missing = sorted(set(ids) - {n.group for n in nodes})
         if missing:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cam_engine.llm.base import Selector, Usage
+from cam_engine.llm.base import Usage
 from cam_engine.llm.extractive import ExtractiveSelector
 from cam_engine.memory import Memory
 from cam_engine.retrieval import Retrieval, global_top_k, prune_and_grow, traverse
@@ -94,49 +94,31 @@ def cam_traverse(scope: Scope, question: str, vector: np.ndarray) -> RankedConte
     return _ranked(traverse(scope.memory.store, vector, scope.top_k), vector)
 
 
-def _selector(memory: Memory) -> Selector:
-    return ExtractiveSelector(memory.embedder.embed)
+def _prune_grow(
+    memory: Memory, question: str, vector: np.ndarray, top_k: int, level: int | None = None
+) -> RankedContext:
+    """CAM's prune-and-grow with the offline selector, ranked for a budget."""
+    selector = ExtractiveSelector(memory.embedder.embed)
+    found = prune_and_grow(
+        memory.store, question, vector, selector, top_k=top_k, max_turns=MAX_TURNS, level=level
+    )
+    return _ranked(found, vector)
 
 
 def cam_prune_grow(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
-    found = prune_and_grow(
-        scope.memory.store,
-        question,
-        vector,
-        _selector(scope.memory),
-        top_k=scope.top_k,
-        max_turns=MAX_TURNS,
-    )
-    return _ranked(found, vector)
+    return _prune_grow(scope.memory, question, vector, scope.top_k)
 
 
 def cam_no_hierarchy(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
     """CAM Table 3 "w/o hierarchy": prune-and-grow on the level-0 network only."""
-    found = prune_and_grow(
-        scope.memory.store,
-        question,
-        vector,
-        _selector(scope.memory),
-        top_k=scope.top_k,
-        max_turns=MAX_TURNS,
-        level=0,
-    )
-    return _ranked(found, vector)
+    return _prune_grow(scope.memory, question, vector, scope.top_k, level=0)
 
 
 def cam_no_flexibility(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
     """CAM Table 3 "w/o flexibility": prune-and-grow on a memory built without
     ego-splitting (label propagation on the chunks themselves: no overlap)."""
     assert scope.ablation is not None, "the ablation memory is built by the runner"
-    found = prune_and_grow(
-        scope.ablation.store,
-        question,
-        vector,
-        _selector(scope.ablation),
-        top_k=scope.top_k,
-        max_turns=MAX_TURNS,
-    )
-    return _ranked(found, vector)
+    return _prune_grow(scope.ablation, question, vector, scope.top_k)
 
 
 def readagent_lookup(scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
