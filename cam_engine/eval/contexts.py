@@ -21,7 +21,7 @@ from cam_engine.llm.extractive import ExtractiveSelector
 from cam_engine.memory import Memory
 from cam_engine.retrieval import Retrieval, global_top_k, prune_and_grow, traverse
 from cam_engine.store.keywords import BM25Index
-from cam_engine.types import Node
+from cam_engine.types import PAGE, Node, ViewNode
 
 # Enough chunks to fill the largest budget (4,000 tokens of <= 200-token chunks) twice.
 BASELINE_DEPTH = 40
@@ -45,6 +45,13 @@ class Scope:
     top_k: int = TOP_K  # nodes found by fast localization
     _chunks: dict[str, Node] | None = None
     _bm25: BM25Index | None = None
+    _pages: list[ViewNode] | None = None
+
+    def readagent_pages(self) -> list[ViewNode]:
+        """The readagent view's pages in order, read once per memory (not per question)."""
+        if self._pages is None:
+            self._pages = self.memory.view_nodes("readagent", PAGE)
+        return self._pages
 
     def chunks(self) -> dict[str, Node]:
         if self._chunks is None:
@@ -126,15 +133,12 @@ def readagent_lookup(scope: Scope, question: str, vector: np.ndarray) -> RankedC
     chosen), then the gists of the other pages in page order: the gist memory with the
     chosen pages expanded, with what the agent chose first so a budget keeps it."""
     from cam_engine.adapters import readagent
-    from cam_engine.types import PAGE
 
     result = readagent.lookup(scope.memory, question, None)
-    pages = scope.memory.view_nodes(readagent.VIEW, PAGE)
-    read = [s.id for s in result.sources]
-    by_id = {p.id: p for p in pages}
-    passages = [by_id[i].text for i in read if i in by_id]
-    passages += [str(p.props.get("gist", "")) for p in pages if p.id not in read]
-    ids = read + [p.id for p in pages if p.id not in read]
+    read = {s.id for s in result.sources}
+    rest = [p for p in scope.readagent_pages() if p.id not in read]
+    passages = [s.text for s in result.sources] + [str(p.props.get("gist", "")) for p in rest]
+    ids = [s.id for s in result.sources] + [p.id for p in rest]
     return RankedContext(passages, ids, result.log.usage)
 
 
