@@ -37,6 +37,7 @@ from cam_engine.retrieval import (
 )
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
+from cam_engine.store.batch_cache import BatchCache
 from cam_engine.types import CHUNK, Chunk, Node, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -323,9 +324,9 @@ class Memory:
                 )
                 for c, vector in zip(new, vectors, strict=True)
             ]
-            builder = self._builder(store, clock)
             store.prepare(int(vectors.shape[1]))
             with store.transaction():
+                builder = self._builder(store, clock)
                 self._save_settings_once(store)
                 for doc_id in docs:
                     record = records[doc_id]
@@ -335,15 +336,16 @@ class Memory:
                     store.upsert_document(
                         DocumentRecord(doc_id, record.source, record.sha256, stored_chunks)
                     )
-                store.upsert_nodes(nodes)
                 builder.assimilate(nodes, report)
             report.chunks_added = len(new)
         report.seconds = dict(clock.seconds)
         return report
 
     def _builder(self, store: GraphStore, clock: PhaseClock) -> MemoryBuilder:
+        """A builder for one batch; call it inside the batch's transaction (a remote
+        store is read through a cache that lives as long as the transaction)."""
         return MemoryBuilder(
-            store,
+            cast(GraphStore, BatchCache(store)) if store.remote else store,
             self.embedder,
             self.summarizer,
             self.settings,
@@ -364,13 +366,13 @@ class Memory:
         clock = PhaseClock()
         store = cast(GraphStore, TimedStore(self.store, clock))
         report = BatchReport(None, 0, summarizer=self.summarizer.backend)
-        builder = self._builder(store, clock)
         store.prepare(self.embedder.dim)
         with store.transaction():
+            builder = self._builder(store, clock)
             store.clear(keep_chunks=True)
             chunks = list(store.nodes_at_level(0, embeddings=True))
             if chunks:
-                builder.assimilate(chunks, report)
+                builder.assimilate(chunks, report, stored=True)
         report.chunks_added = len(chunks)
         report.seconds = dict(clock.seconds)
         if on_batch is not None:

@@ -1,6 +1,6 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (n:MemoryNode {memory: $memory, id: id})-[e:SIMILAR|LINKED]-(:MemoryNode)
 WITH DISTINCT e
-RETURN startNode(e).id AS src, endNode(e).id AS dst, e.level AS level, e.score AS score,
-       e.cosine AS cosine, e.proximity AS proximity
+RETURN collect([startNode(e).id, endNode(e).id, e.level, e.score, e.cosine, e.proximity]) AS rows

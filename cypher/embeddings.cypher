@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (n:MemoryNode {memory: $memory, id: id})
-RETURN n.id AS id, n.vector_f32 AS vector_f32
+RETURN collect([n.id, n.vector_f32]) AS rows

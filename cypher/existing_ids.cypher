@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (n:MemoryNode {memory: $memory, id: id})
-RETURN n.id AS id
+RETURN collect(n.id) AS rows

@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (s:MemoryNode {memory: $memory, id: id})-[:SUMMARIZES]->(m:MemoryNode)
-RETURN s.id AS summary_id, m.id AS member_id
+RETURN collect([s.id, m.id]) AS rows

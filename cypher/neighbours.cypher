@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (n:MemoryNode {memory: $memory, id: id})-[e:SIMILAR|LINKED]-(m:MemoryNode)
-RETURN n.id AS id, m.id AS other, e.score AS score
+RETURN collect([n.id, m.id, e.score]) AS rows

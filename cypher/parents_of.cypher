@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (m:MemoryNode {memory: $memory, id: id})<-[:SUMMARIZES]-(s:MemoryNode)
-RETURN m.id AS member_id, s.id AS summary_id
+RETURN collect([m.id, s.id]) AS rows

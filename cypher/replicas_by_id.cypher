@@ -1,4 +1,5 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $ids
 UNWIND $ids AS id
 MATCH (r:Replica {memory: $memory, id: id})
-RETURN r.id AS id, r.node_id AS node_id, r.level AS level, r.label AS label, r.members AS members
+RETURN collect([r.id, r.node_id, r.level, r.label, r.members]) AS rows

@@ -1,5 +1,6 @@
+// One record: the rows packed in a list (see Neo4jStore._rows).
 // params: $memory, $labels
 UNWIND $labels AS label
 MATCH (r:Replica {memory: $memory, label: label})
-RETURN r.id AS id, r.node_id AS node_id, r.level AS level, r.label AS label, r.members AS members
-ORDER BY id
+WITH r ORDER BY r.id
+RETURN collect([r.id, r.node_id, r.level, r.label, r.members]) AS rows

@@ -33,6 +33,10 @@ class DocumentRecord:
 
 
 class GraphStore(Protocol):
+    # True when every call is a network round trip (Neo4j): the engine then reads
+    # through a BatchCache within each batch's transaction.
+    remote: bool
+
     @property
     def location(self) -> str: ...
 

@@ -58,6 +58,8 @@ class _VectorIndex:
 
 
 class SqliteStore:
+    remote = False  # in-process: a read costs microseconds
+
     def __init__(self, path: Path, memory: str) -> None:
         self._memory = validate_memory_name(memory)
         self._path = path
