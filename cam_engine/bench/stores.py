@@ -17,6 +17,10 @@ Figures (one JSON line):
   Neo4j's approximate, shared vector index returns; neo4j_short_results: queries
   answered with fewer than 10 hits.
 - identical_stats: ``stats()["levels"]`` and overlap are equal on both stores.
+- neo4j_calls, neo4j_calls_per_batch, neo4j_calls_s: Cypher queries the Neo4j ingest
+  sent, and the seconds spent in them (the rest of neo4j_s is the engine's own work);
+  neo4j_top_queries: the eight that took longest in all, as
+  {file: [calls, seconds]} (one round trip per call).
 
 The Neo4j memory has a fresh name and is deleted afterwards. Timings on a shared
 machine are noisy: compare runs, not single figures.
@@ -32,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +51,7 @@ from cam_engine.errors import CamError
 from cam_engine.memory import Memory
 from cam_engine.sources import read_text
 from cam_engine.store.base import GraphStore, open_store
+from cam_engine.store.neo4j import Neo4jStore
 
 MODEL = "all-MiniLM-L6-v2"
 QUERIES = 200
@@ -140,6 +146,9 @@ def run(
     # Connect first: an unreachable server fails before any work is done.
     name = f"bench{uuid.uuid4().hex[:12]}"
     neo4j_store = open_store(neo4j_uri, name)
+    if not isinstance(neo4j_store, Neo4jStore):
+        neo4j_store.close()
+        raise CamError(f"--neo4j {neo4j_uri}: not a bolt:// or neo4j:// URI")
     try:
         text, _ = read_text(book)
         chunks = [c.text for c in chunk_document(book.name, text, settings.chunk_tokens)]
@@ -158,7 +167,11 @@ def run(
                 embedded_ms = query_latencies_ms(embedded.store, queries)
                 exact = [[i for i, _ in embedded.store.nearest(None, q, TOP_K)[0]] for q in queries]
         with Memory.open(neo4j_store, name, settings=settings, embedder=embedder) as neo4j:
+            before_calls = Counter(neo4j_store.query_calls)
+            before_seconds = Counter(neo4j_store.query_seconds)
             neo4j_reports, neo4j_wall = ingest(neo4j, book, batch_size)
+            calls = neo4j_store.query_calls - before_calls
+            seconds = neo4j_store.query_seconds - before_seconds
             neo4j_stats = neo4j.stats()
             neo4j_ms = query_latencies_ms(neo4j.store, queries)
             approximate = [[i for i, _ in neo4j.store.nearest(None, q, TOP_K)[0]] for q in queries]
@@ -188,6 +201,12 @@ def run(
         "neo4j_store_s": round(sum(r.seconds.get("store", 0.0) for r in neo4j_reports), 3),
         "neo4j_nodes": nodes,
         "neo4j_nodes_per_s": round(nodes / neo4j_s, 1) if neo4j_s else None,
+        "neo4j_calls": sum(calls.values()),
+        "neo4j_calls_per_batch": round(sum(calls.values()) / max(1, len(neo4j_reports)), 1),
+        "neo4j_calls_s": round(sum(seconds.values()), 3),
+        "neo4j_top_queries": {
+            name: [calls[name], round(secs, 3)] for name, secs in seconds.most_common(8)
+        },
         "queries": len(queries),
         "embedded_query_p50_ms": percentile(embedded_ms, 50),
         "embedded_query_p95_ms": percentile(embedded_ms, 95),

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -61,6 +63,9 @@ class Neo4jStore:
         self._session: Any = None
         self._prepared: set[int] = set()  # embedding sizes whose schema was ensured
         self._indexes: set[str] = set()  # vector indexes known to exist
+        # Queries sent, per Cypher file: calls and seconds (for benchmarks and profiling).
+        self.query_calls: Counter[str] = Counter()
+        self.query_seconds: Counter[str] = Counter()
 
     @classmethod
     def connect(
@@ -104,6 +109,8 @@ class Neo4jStore:
 
         params.setdefault("memory", self._memory)
         query = load_query(query_name)
+        self.query_calls[query_name] += 1
+        start = time.perf_counter()
         try:
             # dict(record), not Result.data(): data() walks every value in Python and
             # made reading a hundred vectors 50x slower.
@@ -115,6 +122,8 @@ class Neo4jStore:
             raise StoreError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
             raise StoreError(f"Neo4j at {self._uri}: {query_name}: {_first_line(exc)}") from exc
+        finally:
+            self.query_seconds[query_name] += time.perf_counter() - start
 
     def _rows(self, query_name: str, **params: Any) -> list[list[Any]]:
         """The rows of a query that packs them into one record (``collect([...]) AS
