@@ -1,7 +1,8 @@
 // Candidates for a top-k by cosine from the vector index, restricted to one memory
 // and, when $level is not null, one level. The index is shared by all memories, so it
 // is asked for $candidates hits and filtered; the caller re-scores the survivors
-// exactly (the index scores in single precision, (1 + cos) / 2).
+// exactly (the index scores in single precision, (1 + cos) / 2), from the float32
+// vectors returned once per distinct node (rows of a batch share many candidates).
 // params: $vector_index, $memory, $level, $vectors, $candidates
 UNWIND range(0, size($vectors) - 1) AS row
 CALL (row) {
@@ -9,7 +10,13 @@ CALL (row) {
   YIELD node
   WITH node
   WHERE node.memory = $memory AND ($level IS NULL OR node.level = $level)
-  RETURN collect(node.id) AS ids
+  RETURN collect(node) AS found
 }
-RETURN row, ids
-ORDER BY row
+WITH collect([row, [n IN found | n.id]]) AS rows, collect(found) AS groups
+CALL (groups) {
+  UNWIND groups AS found
+  UNWIND found AS n
+  WITH DISTINCT n
+  RETURN collect([n.id, n.vector_f32]) AS vectors
+}
+RETURN rows, vectors

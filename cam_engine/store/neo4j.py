@@ -274,36 +274,42 @@ class Neo4jStore:
             return hits
         # The index holds every memory's nodes of this size: ask for more than k and
         # filter; rows left short are asked again with a wider pool, up to all nodes.
-        indexed = self._run("count_vectors", vector_label=vector_label(queries.shape[1]))
-        total = int(indexed[0]["count"])
         found: list[list[str]] = [[] for _ in range(len(queries))]
+        vectors: dict[str, np.ndarray] = {}
         pending = list(range(len(queries)))
         candidates = max(_MIN_CANDIDATES, _OVERSAMPLE * k)
-        needed: int | None = None  # hits a full row has: k, or fewer if the level is small
+        level_size: int | None = None  # counted only if a row comes back short
+        indexed: int | None = None  # nodes in the index, likewise
         while pending:
-            rows = self._run(
+            record = self._run(
                 "nearest",
                 vector_index=index,
                 level=level,
                 vectors=[[float(x) for x in queries[i]] for i in pending],
-                candidates=min(candidates, max(total, 1)),
+                candidates=candidates,
+            )[0]
+            for row, ids in record["rows"]:
+                found[pending[row]] = ids
+            # Exact float32 scores, ranked like the embedded store (ties by id): the
+            # index's own scores are approximate and would order near-ties differently.
+            vectors.update(
+                (node_id, np.frombuffer(blob, dtype=np.float32))
+                for node_id, blob in record["vectors"]
+                if blob is not None
             )
-            for row in rows:
-                found[pending[row["row"]]] = row["ids"]
-            if candidates >= total:
+            pending = [i for i in pending if len(found[i]) < k]
+            if pending and level is not None:  # short only if the level holds more
+                if level_size is None:
+                    level_size = self.count_nodes(level)
+                pending = [i for i in pending if len(found[i]) < level_size]
+            if not pending:
                 break
-            if needed is None:
-                needed = k if level is None else min(k, self.count_nodes(level))
-            pending = [i for i in pending if len(found[i]) < needed]
+            if indexed is None:
+                label = vector_label(queries.shape[1])
+                indexed = int(self._run("count_vectors", vector_label=label)[0]["count"])
+            if candidates >= indexed:
+                break
             candidates *= _OVERSAMPLE
-        # Exact float32 scores, ranked like the embedded store (ties by id): the index's
-        # own scores are approximate and would order near-ties differently.
-        ids = sorted({i for row in found for i in row})
-        vectors = {
-            node_id: np.frombuffer(blob, dtype=np.float32)
-            for node_id, blob in self._rows("embeddings", ids=ids)
-            if blob is not None
-        }
         for q, row in enumerate(found):
             row = [i for i in row if i in vectors]
             if not row:

@@ -83,6 +83,36 @@ def test_nearest_finds_exact_neighbours(store: GraphStore) -> None:
     assert all(len(h) == 2 for h in hits)
 
 
+def test_nearest_keeps_to_its_memory_when_another_crowds_the_index(
+    store: GraphStore, store_location: str, memory_name: str
+) -> None:
+    """Neo4j's vector index is shared by every memory: a search must look past another
+    memory's closer nodes (asking again with a wider pool) and return only its own."""
+    seed_graph(store)  # c0..c3, vectors unit(0)..unit(3)
+    rng = np.random.default_rng(7)
+    crowd = open_store(store_location, memory_name + "crowd")
+    try:
+        crowd.prepare(32)
+        with crowd.transaction():
+            near = [
+                unit(0) + rng.normal(scale=0.05, size=32).astype(np.float32) for _ in range(150)
+            ]
+            crowd.upsert_nodes(
+                [
+                    Node(f"x{i}", 0, CHUNK, f"crowd {i}", "x", i, v / np.linalg.norm(v))
+                    for i, v in enumerate(near)
+                ]
+            )
+        hits = store.nearest(0, unit(0)[None, :], 3)[0]
+        assert hits[0][0] == "c0"
+        assert {node_id for node_id, _ in hits} <= {"c0", "c1", "c2", "c3"}
+        assert len(hits) == 3
+    finally:
+        with crowd.transaction():
+            crowd.clear(keep_chunks=False)
+        crowd.close()
+
+
 def test_replicas_labels_and_membership(store: GraphStore) -> None:
     seed_graph(store)
     with store.transaction():

@@ -1,5 +1,0 @@
-// One record: the rows packed in a list (see Neo4jStore._rows).
-// params: $memory, $ids
-UNWIND $ids AS id
-MATCH (n:MemoryNode {memory: $memory, id: id})
-RETURN collect([n.id, n.vector_f32]) AS rows
