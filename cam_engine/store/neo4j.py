@@ -17,7 +17,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -229,7 +228,8 @@ class Neo4jStore:
                 "doc_id": n.doc_id,
                 "position": n.position,
                 "text": n.text,
-                "embedding": None if n.embedding is None else [float(x) for x in n.embedding],
+                # tolist(): Python floats in one C call, about 4x faster than a comprehension
+                "embedding": None if n.embedding is None else n.embedding.tolist(),
                 "vector_f32": None
                 if n.embedding is None
                 else np.asarray(n.embedding, dtype=np.float32).tobytes(),
@@ -285,7 +285,7 @@ class Neo4jStore:
                 "nearest",
                 vector_index=index,
                 level=level,
-                vectors=[[float(x) for x in queries[i]] for i in pending],
+                vectors=queries[pending].tolist(),
                 candidates=candidates,
             )[0]
             for row, ids in record["rows"]:
@@ -339,7 +339,8 @@ class Neo4jStore:
     # --- edges -------------------------------------------------------------------------------
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         if edges:
-            self._run("upsert_edges", rows=[asdict(e) for e in edges])
+            # vars(), not dataclasses.asdict(): asdict deep-copies every field
+            self._run("upsert_edges", rows=[vars(e) for e in edges])
 
     def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
         pairs = [[a, b] if a < b else [b, a] for a, b in keys]
