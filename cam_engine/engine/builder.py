@@ -125,7 +125,7 @@ class MemoryBuilder:
         validate_chunk_nodes(chunks)
         with self.clock.phase("edges"):
             # Candidates first, while the store holds only older chunks: a top-k then
-            # needs no room for the batch's own chunks (a 2x smaller search on Neo4j).
+            # needs no room for the batch's own chunks.
             pool = self._candidates(chunks, stored=stored)
             if not stored:
                 self.store.upsert_nodes(chunks)
@@ -144,11 +144,13 @@ class MemoryBuilder:
         vectors = np.stack([c.embedding for c in chunks if c.embedding is not None])
         pool_ids: set[str] = set()
         # Chunks already stored are among the hits (whether or not a store's index
-        # sees this transaction's writes), so ask for room to skip them.
-        k = s.candidate_k + (len(chunks) if stored else 0)
-        for row in self.store.nearest(0, vectors, k):
-            older = [node_id for node_id, _ in row if node_id not in new_ids]
-            pool_ids.update(older[: s.candidate_k])
+        # sees this transaction's writes), so ask for room to skip them; a rebuild,
+        # where the batch is every chunk, has no older ones to look for.
+        if not stored or self.store.count_nodes(0) > len(chunks):
+            k = s.candidate_k + (len(chunks) if stored else 0)
+            for row in self.store.nearest(0, vectors, k):
+                older = [node_id for node_id, _ in row if node_id not in new_ids]
+                pool_ids.update(older[: s.candidate_k])
         pool = list(self.store.get_nodes(pool_ids - new_ids, embeddings=True).values())
         radius = window_radius(s.sigma)
         by_doc: dict[str, set[int]] = {}
