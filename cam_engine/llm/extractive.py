@@ -26,6 +26,12 @@ from cam_engine.llm.base import (
 )
 
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
+# A title or an initial ends in a period but not a sentence ("To Mrs. Saville",
+# "J. Smith"); a piece ending in one is joined to the next. "I." is left out: it ends
+# sentences ("... than I. Then").
+_ABBREVIATION = re.compile(
+    r"(?<![A-Za-z])(?:Mr|Mrs|Ms|Dr|St|Mt|Prof|Capt|Col|Gen|Lt|Sr|Jr|[A-HJ-Z])\.$"
+)
 _WORD = re.compile(r"[a-z0-9']+")
 # Function words say nothing about what a passage is about; they would make every
 # long sentence look central.
@@ -167,12 +173,28 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of each paragraph, with their white space folded to single spaces."""
-    return [
-        " ".join(s.split())
-        for paragraph in _PARAGRAPH.split(text)
-        for s in _SENTENCE_END.split(paragraph.strip())
-        if s.strip()
-    ]
+    sentences: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        pieces: list[str] = []
+        for piece in _SENTENCE_END.split(paragraph.strip()):
+            if pieces and _ABBREVIATION.search(pieces[-1]):
+                pieces[-1] += " " + piece
+            else:
+                pieces.append(piece)
+        sentences.extend(" ".join(p.split()) for p in pieces if p.strip())
+    return sentences
+
+
+def _key(sentence: str) -> str:
+    """A sentence compared without case or white space, padded so that ``in`` only
+    matches whole words."""
+    return " " + " ".join(sentence.casefold().split()) + " "
+
+
+def _repeats(key: str, chosen: Sequence[str]) -> bool:
+    """Whether the sentence with ``key`` is contained in a chosen one, or the other way
+    round: the answer would then quote the same words twice."""
+    return any(key in other or other in key for other in chosen)
 
 
 def content_words(text: str) -> list[str]:
@@ -282,7 +304,7 @@ class ExtractiveSelector:
 
 class ExtractiveAnswerer:
     """Answers with the sentences of the context that best match the question (BM25 over
-    the context's sentences), in their original order. No model: it quotes."""
+    the context's sentences), each once, in their original order. No model: it quotes."""
 
     def __init__(self, sentences: int = 3) -> None:
         self.sentences = sentences
@@ -294,12 +316,24 @@ class ExtractiveAnswerer:
     def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
         from rank_bm25 import BM25Okapi
 
-        sentences = [s for p in passages for s in split_sentences(p)]
+        # Extractive summaries quote their chunks, so the same sentence often arrives
+        # several times: keep its first copy, or the copies would fill the answer and
+        # lower its words' IDF (to zero when half the sentences are copies).
+        unique: dict[str, str] = {}
+        for p in passages:
+            for s in split_sentences(p):
+                unique.setdefault(_key(s), s)
+        keys, sentences = list(unique), list(unique.values())
         tokens = [content_words(s) or ["_"] for s in sentences]
         query = content_words(question)
         if not sentences or not query:
             return AnswerText("", EXTRACTIVE, Usage())
         scores = BM25Okapi(tokens).get_scores(query)
-        best = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[: self.sentences]
-        chosen = [i for i in sorted(best) if scores[i] > 0]
-        return AnswerText(" ".join(sentences[i] for i in chosen), EXTRACTIVE, Usage())
+        # Best first, ties to the earlier sentence; one inside a chosen one is skipped.
+        chosen: list[int] = []
+        for i in sorted(range(len(sentences)), key=lambda i: (-scores[i], i)):
+            if len(chosen) == self.sentences or scores[i] <= 0:
+                break
+            if not _repeats(keys[i], [keys[j] for j in chosen]):
+                chosen.append(i)
+        return AnswerText(" ".join(sentences[i] for i in sorted(chosen)), EXTRACTIVE, Usage())
