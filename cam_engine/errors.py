@@ -15,6 +15,10 @@ class InputError(CamError):
     """An input document cannot be read (empty, binary, not UTF-8, missing)."""
 
 
+class NotFoundError(CamError):
+    """A store or memory that a read asked for does not exist (nothing is created)."""
+
+
 class StoreError(CamError):
     """The memory store failed or holds something unexpected."""
 

@@ -39,10 +39,11 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from cam_engine.bench import shared_data_dir
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import Embedder, load_embedder
@@ -50,7 +51,7 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import CamError
 from cam_engine.memory import Memory
 from cam_engine.sources import read_text
-from cam_engine.store.base import GraphStore, open_store
+from cam_engine.store.base import GraphStore, is_neo4j_uri, open_store
 from cam_engine.store.neo4j import Neo4jStore
 
 MODEL = "all-MiniLM-L6-v2"
@@ -61,8 +62,7 @@ TOP_K = 10
 
 def default_book() -> Path:
     """Frankenstein in ../shared/data beside the checkout."""
-    data = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return data / "haystacks" / "gutenberg" / "pg84.txt"
+    return shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"
 
 
 class CachingEmbedder:
@@ -144,11 +144,10 @@ def run(
 ) -> dict[str, Any]:
     settings = Settings(embed_model=MODEL)
     # Connect first: an unreachable server fails before any work is done.
-    name = f"bench{uuid.uuid4().hex[:12]}"
-    neo4j_store = open_store(neo4j_uri, name)
-    if not isinstance(neo4j_store, Neo4jStore):
-        neo4j_store.close()
+    if not is_neo4j_uri(neo4j_uri):
         raise CamError(f"--neo4j {neo4j_uri}: not a bolt:// or neo4j:// URI")
+    name = f"bench{uuid.uuid4().hex[:12]}"
+    neo4j_store = cast(Neo4jStore, open_store(neo4j_uri, name))
     try:
         text, _ = read_text(book)
         chunks = [c.text for c in chunk_document(book.name, text, settings.chunk_tokens)]

@@ -12,6 +12,7 @@ batch's own writes, and an exception rolls the whole batch back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cam_engine.config import Environment
+from cam_engine.errors import ConfigError, NotFoundError
 from cam_engine.types import Edge, Node, Replica, ViewNode
 
 
@@ -53,6 +55,7 @@ class GraphStore(Protocol):
 
     # --- memory-wide state ------------------------------------------------------
     def load_settings(self) -> dict[str, Any] | None: ...
+    def memories(self) -> list[str]: ...  # names of the memories in this store, sorted
     def save_settings(self, settings: Mapping[str, Any]) -> None: ...
     def allocate_labels(self, level: int, count: int) -> list[str]: ...
     def clear(self, keep_chunks: bool) -> None:
@@ -133,28 +136,54 @@ class GraphStore(Protocol):
 
 
 NEO4J_SCHEMES = {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
+# "scheme://..." (two or more letters, so a path never looks like one), and a Neo4j
+# scheme missing a slash: both would otherwise become SQLite files named "http:/...".
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+_BROKEN_NEO4J_URI = re.compile(r"^(neo4j|bolt)(\+s|\+ssc)?:(?!//)", re.IGNORECASE)
+
+
+def is_neo4j_uri(location: str | Path) -> bool:
+    uri = _URI.match(str(location))
+    return bool(uri) and uri.group(1).lower() in NEO4J_SCHEMES
 
 
 def open_store(
-    location: str | Path, memory: str, environment: Environment | None = None
+    location: str | Path,
+    memory: str,
+    environment: Environment | None = None,
+    *,
+    create: bool = True,
 ) -> GraphStore:
     """A store for a location: ``neo4j://`` / ``bolt://`` URIs or a SQLite file path.
 
     Neo4j credentials and database come from ``environment`` (CAM_NEO4J_USER,
-    CAM_NEO4J_PASSWORD, CAM_NEO4J_DATABASE).
+    CAM_NEO4J_PASSWORD, CAM_NEO4J_DATABASE). With ``create=False`` a SQLite file that
+    does not exist is an error instead of a new empty store (commands that only read).
     """
     text = str(location)
-    if text.split("://", 1)[0] in NEO4J_SCHEMES:
+    uri = _URI.match(text)
+    if uri:
+        scheme = uri.group(1).lower()
+        if scheme not in NEO4J_SCHEMES:
+            raise ConfigError(
+                f"unknown store URI scheme {uri.group(1)!r} in {text!r}: a store is a "
+                "SQLite file path or a bolt:// or neo4j:// URI (+s or +ssc for TLS)"
+            )
         from cam_engine.store.neo4j import Neo4jStore
 
         env = environment or Environment.from_env()
         return Neo4jStore.connect(
-            text,
+            scheme + text[len(uri.group(1)) :],
             memory,
             user=env.neo4j_user,
             password=env.neo4j_password,
             database=env.neo4j_database,
         )
+    if _BROKEN_NEO4J_URI.match(text):
+        raise ConfigError(f"malformed Neo4j URI {text!r}: write it as bolt://HOST:PORT")
+    path = Path(text).expanduser()
+    if not create and not path.exists():
+        raise NotFoundError(f"no store at {path}: nothing has been ingested there yet")
     from cam_engine.store.sqlite import SqliteStore
 
-    return SqliteStore(Path(text), memory)
+    return SqliteStore(path, memory)

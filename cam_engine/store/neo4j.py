@@ -85,8 +85,17 @@ class Neo4jStore:
             # database) would flood stderr; errors still raise.
             driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
             driver.verify_connectivity()
+            if database is not None:  # a mistyped name would fail later, far less clearly
+                driver.execute_query("RETURN 1", database_=database)
         except neo4j.exceptions.AuthError as exc:
             raise StoreError(f"Neo4j at {uri} refused the credentials (user {user!r})") from exc
+        except neo4j.exceptions.ClientError as exc:
+            if exc.code != "Neo.ClientError.Database.DatabaseNotFound":
+                raise StoreError(f"cannot use Neo4j at {uri}: {_first_line(exc)}") from exc
+            raise StoreError(
+                f"Neo4j at {uri} has no database {database!r} (CAM_NEO4J_DATABASE); Community "
+                "edition serves only 'neo4j'"
+            ) from exc
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError, ValueError) as exc:
             raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from exc
         return cls(driver, uri, memory, database)
@@ -187,6 +196,9 @@ class Neo4jStore:
     def load_settings(self) -> dict[str, Any] | None:
         rows = self._run("load_settings")
         return json.loads(rows[0]["settings"]) if rows and rows[0]["settings"] else None
+
+    def memories(self) -> list[str]:
+        return [row["name"] for row in self._run("memories")]
 
     def save_settings(self, settings: Mapping[str, Any]) -> None:
         self._run("save_settings", settings=json.dumps(dict(settings), sort_keys=True))

@@ -23,7 +23,7 @@ from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.keywords import bm25_top_k
 from cam_engine.store.migrations import migrate
-from cam_engine.types import Edge, Node, Replica, ViewNode
+from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
 
@@ -230,6 +230,8 @@ class SqliteStore:
 
     def _node(self, row: sqlite3.Row, embeddings: bool) -> Node:
         node_id, level, kind, doc_id, position, text, blob, props = row
+        if kind == CHUNK and position is not None:
+            position = int(position)  # the REAL column gives 3.0; Neo4j keeps 3, as stored
         return Node(
             id=node_id,
             level=level,

@@ -10,6 +10,7 @@ import pytest
 
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
+from cam_engine.errors import NotFoundError
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Edge, Node, Replica
 from tests.conftest import shared_file
@@ -55,6 +56,26 @@ def test_documents_and_settings_round_trip(store: GraphStore) -> None:
     assert store.load_settings() == {"theta": 0.5}
     assert store.get_document("d") == DocumentRecord("d", "d.txt", "abc", 3)
     assert store.documents() == [DocumentRecord("d", "d.txt", "abc", 3)]
+
+
+def test_memories_lists_those_with_settings_and_reading_creates_none(
+    store: GraphStore, store_location: str, memory_name: str
+) -> None:
+    assert memory_name not in store.memories()
+    with store.transaction():
+        store.save_settings({"theta": 0.5})
+    assert memory_name in store.memories()
+    assert store.memories() == sorted(store.memories())
+    other = memory_name + "other"
+    with pytest.raises(NotFoundError, match=f"no memory '{other}'.*{memory_name}"):
+        Memory.open(store_location, other, embedder=EMBEDDER, create=False)
+    assert other not in store.memories()
+
+
+def test_chunk_positions_come_back_as_integers(store: GraphStore) -> None:
+    seed_graph(store)
+    positions = [n.position for n in store.get_nodes(["c0", "c3"]).values()]
+    assert sorted(positions) == [0, 3] and all(type(p) is int for p in positions)
 
 
 def test_nodes_edges_and_neighbours(store: GraphStore) -> None:
@@ -206,3 +227,15 @@ def test_asking_gives_the_same_evidence_on_every_store(
         expected = reference.ask(question, strategy=strategy)
     assert [e.node_id for e in result.evidence] == [e.node_id for e in expected.evidence]
     assert result.answer == expected.answer and result.evidence
+
+
+def test_an_unknown_neo4j_database_is_named_in_one_line() -> None:
+    from tests.contract.conftest import NEO4J_URI, neo4j_or_skip
+
+    neo4j_or_skip("probe").close()
+    from cam_engine.errors import StoreError
+    from cam_engine.store.neo4j import Neo4jStore
+
+    with pytest.raises(StoreError, match="has no database 'nosuchdb'") as caught:
+        Neo4jStore.connect(NEO4J_URI, "probe", database="nosuchdb")
+    assert NEO4J_URI in str(caught.value) and "\n" not in str(caught.value)

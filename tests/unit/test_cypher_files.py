@@ -38,8 +38,9 @@ def test_no_python_formatting_placeholders(name: str) -> None:
     text = load_query(name)
     for statement in statements(name):
         assert "{}" not in statement and "%s" not in statement
-    # every query is scoped to one memory, except the schema and the index-wide count
-    assert "memory" in declared_parameters(text) or name in {"schema", "count_vectors"}
+    # every query is scoped to one memory, except the schema, the index-wide count and
+    # the list of the memories themselves
+    assert "memory" in declared_parameters(text) or name in {"schema", "count_vectors", "memories"}
 
 
 def test_bad_names_are_refused() -> None:
