@@ -79,11 +79,12 @@ class Settings:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def differences(self, other: Settings) -> list[str]:
+    def differences(self, built: Settings) -> list[str]:
+        """What these settings change from those a memory was ``built`` with."""
         return [
-            f"{f.name}={getattr(self, f.name)!r} (memory has {getattr(other, f.name)!r})"
+            f"{f.name}={getattr(built, f.name)!r}, asked {getattr(self, f.name)!r}"
             for f in fields(self)
-            if getattr(self, f.name) != getattr(other, f.name)
+            if getattr(self, f.name) != getattr(built, f.name)
         ]
 
 

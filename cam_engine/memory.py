@@ -9,7 +9,9 @@ with Memory.open("book.db") as memory:
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,7 +25,7 @@ from cam_engine.embed import Embedder, load_embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock, TimedStore
-from cam_engine.errors import ConfigError, InputError
+from cam_engine.errors import ConfigError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer, ExtractiveSelector
@@ -127,25 +129,37 @@ class Memory:
         summarizer: Summarizer | None = None,
         environment: Environment | None = None,
         llm_concurrency: int = 4,
+        create: bool = True,
     ) -> Memory:
         """Open (or prepare to create) memory ``name`` in ``store``.
 
         An existing memory keeps the settings it was built with; passing different
         ones is an error rather than a silent mix of two algorithms in one memory.
+        With ``create=False`` (for reading) a store or memory that does not exist is a
+        ``NotFoundError`` naming the memories the store does hold, and nothing is created.
         """
         env = environment or Environment.from_env()
-        name = validate_memory_name(name or env.memory)
+        name = validate_memory_name(env.memory if name is None else name)
         if store is None or isinstance(store, str | Path):
-            graph = open_store(store or env.store, name, env)
+            graph = open_store(store or env.store, name, env, create=create)
         else:
             graph = store
         stored = graph.load_settings()
+        if stored is None and not create:
+            others = graph.memories()
+            where = graph.location
+            graph.close()
+            held = f"memories there: {', '.join(others)}" if others else "it holds none yet"
+            raise NotFoundError(f"no memory {name!r} in {where} ({held})")
         if stored is not None:
             existing = Settings.from_dict(stored)
             if settings is not None and settings != existing:
                 diff = "; ".join(settings.differences(existing))
                 graph.close()
-                raise ConfigError(f"memory {name!r} was built with other settings: {diff}")
+                raise ConfigError(
+                    f"memory {name!r} was built with {diff}: leave those options out to "
+                    "use its settings, or pick another --memory"
+                )
             settings = existing
         elif settings is None:
             model = embedder.name if embedder is not None else env.embed_model
@@ -255,7 +269,7 @@ class Memory:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            lines = _non_empty_stream(stdin or sys.stdin)
+            lines = _non_empty_stream(stdin or _utf8_stdin())
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, lines, budget)
             self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
@@ -267,6 +281,17 @@ class Memory:
                 f"{source.label}: memory {self.store.memory!r} already holds a different "
                 f"document named {source.doc_id!r}; pass --document to give this one another name"
             )
+        if known is None:
+            twins = [d.id for d in self.store.documents() if d.sha256 == sha]
+            if twins:
+                logger.warning(
+                    "%s has the same text as document %r, already in memory %r; it is "
+                    "ingested again as document %r",
+                    source.label,
+                    twins[0],
+                    self.store.memory,
+                    source.doc_id,
+                )
         chunks = chunk_document(source.doc_id, text, budget)
         record = DocumentRecord(source.doc_id, str(source.path), sha, 0)
         self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
@@ -308,6 +333,7 @@ class Memory:
         present = store.existing_ids(c.id for c in batch)
         new = [c for c in batch if c.id not in present]
         report.chunks_skipped = len(batch) - len(new)
+        self._refuse_rewritten_positions(records, new)
         if new:
             with clock.phase("embed"):
                 vectors = self.embedder.embed([c.text for c in new])
@@ -340,6 +366,27 @@ class Memory:
             report.chunks_added = len(new)
         report.seconds = dict(clock.seconds)
         return report
+
+    def _refuse_rewritten_positions(
+        self, records: dict[str, DocumentRecord], new: list[Chunk]
+    ) -> None:
+        """A new chunk where the document already has one means different text under a
+        known name (stdin piped again, a grown log): storing it would leave two chunks
+        at one position, so the batch is refused before anything is written."""
+        by_doc: dict[str, dict[int, Chunk]] = {}
+        for c in new:
+            by_doc.setdefault(c.doc_id, {})[c.position] = c
+        for doc_id, at in by_doc.items():
+            if self.store.get_document(doc_id) is None:
+                continue
+            for old in self.store.chunks_near(doc_id, at):
+                position = int(old.position or 0)
+                if old.id != at[position].id:
+                    raise InputError(
+                        f"{records[doc_id].source}: memory {self.store.memory!r} already holds "
+                        f"different text at chunk {position} of document {doc_id!r}; pass "
+                        "--document to store this text under another name"
+                    )
 
     def _builder(self, store: GraphStore, clock: PhaseClock) -> MemoryBuilder:
         """A builder for one batch; call it inside the batch's transaction (a remote
@@ -499,6 +546,15 @@ class Memory:
             clusters=sorted({r.label for r in store.replicas_of([node_id]).get(node_id, [])}),
         )
 
+    def ids_like(self, node_id: str, limit: int = 5) -> list[str]:
+        """Ids to suggest for a node id that is not in the memory: those it begins,
+        else a few of the same level (summary ids have gaps, chunk ids carry a hash)."""
+        summary = re.match(r"^s(\d+)-", node_id)
+        level = int(summary.group(1)) if summary else 0
+        ids = sorted(n.id for n in self.store.nodes_at_level(level))
+        starting = [i for i in ids if i.startswith(node_id)]
+        return (starting or ids)[:limit]
+
 
 def _document_order(node: Node) -> tuple[str, float, str]:
     return (node.doc_id or "", node.position or 0.0, node.id)
@@ -514,13 +570,20 @@ def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[list[Chunk], 
         yield batch, time.perf_counter() - start
 
 
+def _utf8_stdin() -> IO[str]:
+    """sys.stdin decoded strictly: under a POSIX locale Python reads it with
+    surrogateescape, which turns bad bytes into text that fails much later."""
+    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+
+
 def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
     try:
         for line in stream:
             if "\x00" in line:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
+            line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
             yield line
-    except UnicodeDecodeError as exc:
+    except UnicodeError as exc:
         raise InputError(f"<stdin>: not valid UTF-8 ({exc.reason})") from exc
 
 

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import click
 
-from cam_engine import Environment
+from cam_engine import Environment, Memory
 from cam_engine.cli.options import (
     chat_for,
     echo_json,
     json_option,
     memory_options,
     open_memory,
+    plural,
 )
 from cam_engine.errors import CamError
 from cam_engine.llm.base import ChatModel
 from cam_engine.retrieval import STRATEGIES
 
 ADAPTER_STRATEGIES = ("lookup", "lookup-seq", "memagent", "research")
+
+
+def _require_chunks(memory: Memory) -> None:
+    """An empty memory can answer nothing: say so before loading any model."""
+    if memory.store.count_nodes(0) == 0:
+        raise click.ClickException(
+            f"memory {memory.store.memory!r} holds no documents yet: add some with `cam ingest`"
+        )
 
 
 def _ask_adapter(
@@ -34,6 +43,7 @@ def _ask_adapter(
 
     try:
         with open_memory(store, memory_name) as memory:
+            _require_chunks(memory)
             view = NEEDS_VIEW.get(strategy)
             if view is not None and view not in memory.stats().get("views", {}):
                 raise click.ClickException(
@@ -71,8 +81,20 @@ def _ask_adapter(
     "and lookup-seq (ReadAgent-P/-S; need `cam ingest --view readagent`), memagent "
     "(reads the chunks in order), research (GAM; needs `cam ingest --view gam`).",
 )
-@click.option("--top-k", default=10, show_default=True, help="Nodes found by fast localization.")
-@click.option("--max-turns", default=5, show_default=True, help="Prune-and-grow turns at most.")
+@click.option(
+    "--top-k",
+    default=10,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="Nodes found by fast localization.",
+)
+@click.option(
+    "--max-turns",
+    default=5,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="Prune-and-grow turns at most.",
+)
 @click.option("--width", default=160, show_default=True, help="Characters per evidence snippet.")
 @click.option(
     "--llm",
@@ -83,8 +105,20 @@ def _ask_adapter(
     "(CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint) or local (--model-dir).",
 )
 @click.option("--model-dir", help="A transformers model directory, for --llm local.")
-@click.option("--max-pages", default=5, show_default=True, help="lookup/lookup-seq: pages.")
-@click.option("--max-iters", default=3, show_default=True, help="research: iterations.")
+@click.option(
+    "--max-pages",
+    default=5,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="lookup/lookup-seq: pages.",
+)
+@click.option(
+    "--max-iters",
+    default=3,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="research: iterations.",
+)
 @click.option(
     "--output",
     "research_output",
@@ -93,8 +127,20 @@ def _ask_adapter(
     show_default=True,
     help="research: the integrated result only, with its source pages, or with extracts.",
 )
-@click.option("--read-tokens", default=5000, show_default=True, help="memagent: tokens/step.")
-@click.option("--memory-tokens", default=1024, show_default=True, help="memagent: memory cap.")
+@click.option(
+    "--read-tokens",
+    default=5000,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="memagent: tokens/step.",
+)
+@click.option(
+    "--memory-tokens",
+    default=1024,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="memagent: memory cap.",
+)
 @click.option("--restart", is_flag=True, help="memagent: start over instead of resuming.")
 @json_option
 def ask(
@@ -142,6 +188,7 @@ def ask(
         selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
     try:
         with open_memory(store, memory_name) as memory:
+            _require_chunks(memory)
             result = memory.ask(
                 question,
                 strategy=strategy,
@@ -158,7 +205,7 @@ def ask(
     click.echo(f"answer ({result.backend}): {result.answer or '(no sentence matched)'}")
     click.echo(
         f"\nevidence ({len(result.evidence)} nodes, {result.retrieval.strategy}, "
-        f"{len(result.retrieval.turns)} turns: {result.retrieval.stop}):"
+        f"{plural(len(result.retrieval.turns), 'turn')}: {result.retrieval.stop}):"
     )
     for e in result.evidence:
         where = f"{e.document} #{e.position:g}" if e.document is not None else "-"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cam_engine.bench import shared_data_dir
 from cam_engine.cli.options import echo_json
 
 
@@ -15,9 +16,10 @@ def bench() -> None:
 @bench.command("ingest")
 @click.option(
     "--book",
-    default="../shared/data/haystacks/gutenberg/pg2701.txt",
+    type=click.Path(exists=True, dir_okay=False),
+    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg2701.txt"),
     show_default=True,
-    help="Text to ingest (default: Moby Dick from the shared data).",
+    help="Text to ingest (default: Moby Dick from ../shared/data beside the checkout).",
 )
 @click.option("--batch-size", default=64, show_default=True)
 @click.option(
@@ -29,5 +31,9 @@ def bench_ingest(
 ) -> None:
     """Ingest a book in batches, then rebuild it; print timing and locality ratios."""
     from cam_engine.bench.ingest import run
+    from cam_engine.errors import CamError
 
-    echo_json(run(book, batch_size=batch_size, store_dir=store_dir, embed_model=embed_model))
+    try:
+        echo_json(run(book, batch_size=batch_size, store_dir=store_dir, embed_model=embed_model))
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -9,7 +9,7 @@ import click
 
 from cam_engine import Environment
 from cam_engine.cli.options import memory_options, open_memory
-from cam_engine.store.base import NEO4J_SCHEMES
+from cam_engine.store.base import is_neo4j_uri
 from cam_engine.store.cypher import load_query
 
 
@@ -48,7 +48,7 @@ def browse(
     """
     env = Environment.from_env()
     location = store or env.store
-    if location.split("://", 1)[0] not in NEO4J_SCHEMES:
+    if not is_neo4j_uri(location):
         raise click.ClickException(
             "cam browse needs a memory in Neo4j: pass --store bolt://HOST:7687 "
             "(or set CAM_STORE / CAM_NEO4J_URI)"
@@ -65,7 +65,11 @@ def browse(
         click.echo(_param("node", node_id))
     if question:
         click.echo(_param("nodes", activated))
-    sections = [("The top two levels", "browse_top_levels")]
+    sections = [
+        ("The top two levels", "browse_top_levels"),
+        ("Chunks in two or more clusters (the overlap)", "browse_overlap"),
+        ("Nodes per level", "browse_levels"),
+    ]
     if node_id is not None:
         sections += [
             (f"The subtree of {node_id}", "browse_subtree"),

@@ -118,6 +118,15 @@ def eval_command(
     each question's gold evidence (supporting sentences, transcript turns, the needle)
     is looked for in the context cut to each budget. Offline: no LLM is called; with
     --llm each context is also answered and the answers scored.
+
+    \b
+    KIND jsonl reads your own data, one JSON object per line:
+      {"type": "set", "name": "my-eval"}                  (optional, first)
+      {"type": "document", "id": "d1", "text": "...", "title": "..."}
+      {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
+       "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
+    Gold "text" must occur verbatim in its document; kind is short (exact match, F1)
+    or long (ROUGE).
     """
     import tempfile
 

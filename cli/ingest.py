@@ -14,8 +14,9 @@ from cam_engine.cli.options import (
     json_option,
     memory_options,
     open_memory,
+    plural,
 )
-from cam_engine.engine.reports import BatchReport, IngestError
+from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import CamError
 
 _SETTING_OPTIONS = {
@@ -201,10 +202,13 @@ def ingest(
         settings=_settings(setting_values),
         summarizer=summarizer,
         llm_concurrency=llm_concurrency,
+        create=bool(paths),  # --rebuild or --view alone work on a memory that exists
     )
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
+    committed = [0]  # chunks added by the batches committed so far
 
     def on_batch(report: BatchReport) -> None:
+        committed[0] += report.chunks_added
         if as_json:
             echo_json(report.to_dict())
         progress.update(report)
@@ -227,12 +231,8 @@ def ingest(
                 progress.close()
                 failed = bool(result.errors)
                 ingested = list(dict.fromkeys(b.document for b in result.batches if b.document))
-                if not as_json:
-                    click.echo(
-                        f"ingested {result.chunks_added} new chunks in {len(result.batches)} "
-                        f"batches into memory {memory.store.memory!r} ({memory.store.location}); "
-                        f"summaries: {memory.summarizer.backend}"
-                    )
+                if not as_json and (result.batches or not failed):
+                    click.echo(_ingest_line(result, memory))
             if rebuild:
                 report = memory.rebuild(on_batch=on_batch if as_json else None)
                 if not as_json:
@@ -246,5 +246,26 @@ def ingest(
     except CamError as exc:
         progress.close()
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:
+        # Each batch is its own transaction: the interrupted one was rolled back and
+        # every earlier one is stored, so running the same command again resumes.
+        progress.close()
+        click.echo(
+            f"\ninterrupted: {plural(committed[0], 'new chunk')} from the batches committed "
+            "so far are kept; run the same command again to resume",
+            err=True,
+        )
+        sys.exit(130)
     if failed:
         sys.exit(1)
+
+
+def _ingest_line(result: IngestReport, memory: Memory) -> str:
+    where = f"memory {memory.store.memory!r} ({memory.store.location})"
+    if result.chunks_added == 0:
+        return f"nothing new: every chunk is already in {where}"
+    written = sum(1 for b in result.batches if b.chunks_added)
+    return (
+        f"ingested {plural(result.chunks_added, 'new chunk')} in {plural(written, 'batch')} "
+        f"into {where}; summaries: {memory.summarizer.backend}"
+    )

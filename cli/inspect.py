@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+from cam_engine.types import CHUNK
 
 
 @click.command()
@@ -51,8 +52,12 @@ def show(
     """Text, level, parents, children and neighbours of one node."""
     with open_memory(store, memory_name) as memory:
         view = memory.node(node_id)
-    if view is None:
-        raise click.ClickException(f"no node {node_id!r} in this memory")
+        if view is None:
+            like = memory.ids_like(node_id)
+            hint = f"; ids like it: {', '.join(like)}" if like else ""
+            raise click.ClickException(
+                f"no node {node_id!r} in memory {memory.store.memory!r}{hint}"
+            )
     node = view.node
     if as_json:
         echo_json(
@@ -76,12 +81,17 @@ def show(
         flat = " ".join(text.split())
         return flat if len(flat) <= width else flat[: width - 1] + "…"
 
-    where = f"{node.doc_id} #{node.position:g}" if node.doc_id is not None else "several documents"
+    if node.doc_id is None:
+        where = "several documents"
+    elif node.kind == CHUNK:
+        where = f"{node.doc_id} #{node.position:g}"
+    else:  # a summary's position is the mean of its members'
+        where = f"{node.doc_id} around #{round(node.position or 0)}"
     backend = node.props.get("backend")
     kind = f"{node.kind} ({backend})" if backend else node.kind
     click.echo(f"{node.id}  level {node.level}  {kind}  {where}")
     click.echo(clip(node.text))
-    click.echo(f"clusters: {', '.join(view.clusters) or '-'}")
+    click.echo(f"cluster labels (level.number): {', '.join(view.clusters) or '-'}")
     for title, nodes in (("parents", view.parents), ("children", view.children)):
         click.echo(f"{title} ({len(nodes)}):")
         for n in nodes:

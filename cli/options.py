@@ -20,7 +20,8 @@ def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
     @click.option(
         "--store",
         metavar="PATH|URI",
-        help="SQLite file (default: $CAM_STORE or ~/.local/share/cam/memory.db) or a neo4j:// URI.",
+        help="SQLite file, or a bolt:// or neo4j:// URI (default: $CAM_STORE, else "
+        "$CAM_NEO4J_URI, else $XDG_DATA_HOME/cam/memory.db, i.e. ~/.local/share/cam/memory.db).",
     )
     @click.option(
         "--memory",
@@ -48,7 +49,10 @@ def chat_for(name: str, env: Environment, model_dir: str | None = None) -> ChatM
             raise click.UsageError("--llm local needs --model-dir DIR (a transformers model)")
         from cam_engine.llm.transformers_local import TransformersChat
 
-        return TransformersChat(model_dir)
+        try:
+            return TransformersChat(model_dir)
+        except CamError as exc:
+            raise click.ClickException(str(exc)) from exc
     from cam_engine.llm import OpenAICompatibleChat
 
     try:
@@ -72,7 +76,10 @@ def open_memory(
     settings: Settings | None = None,
     summarizer: str = "extractive",
     llm_concurrency: int = 4,
+    create: bool = False,
 ) -> Memory:
+    """The memory a command works on. Only commands that add documents create one: for
+    the others a mistyped --store or --memory is an error, not a new empty memory."""
     env = Environment.from_env()
     try:
         return Memory.open(
@@ -82,9 +89,16 @@ def open_memory(
             summarizer=summarizer_for(summarizer, env),
             environment=env,
             llm_concurrency=llm_concurrency,
+            create=create,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def plural(count: int, noun: str) -> str:
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun}es" if noun.endswith(("ch", "s", "sh", "x")) else f"{count} {noun}s"
 
 
 def echo_json(data: Any) -> None:

@@ -35,14 +35,14 @@ def test_browse_queries_run_and_return_the_memory(memory_name: str) -> None:
     assert values["memory"] == memory_name and values["node"] == summary
     assert len(values["nodes"]) == 10
     queries = [q.strip() for q in re.split(r"^// .*$", result.output, flags=re.MULTILINE)[1:]]
-    assert len(queries) == 4
+    assert len(queries) == 6
     store = neo4j_or_skip(memory_name)
     try:
         for query in queries:
             rows = store._driver.execute_query(query, values).records
             assert rows, query
         values["node"] = chunk
-        rows = store._driver.execute_query(queries[2], values).records
+        rows = store._driver.execute_query(queries[4], values).records
         assert any(row["s"] is not None for row in rows), "a chunk has a parent summary"
     finally:
         store.close()

@@ -66,7 +66,7 @@ def test_reopen_and_continue(tmp_path: Path, essay: str) -> None:
 def test_changed_settings_are_refused(tmp_path: Path, essay: str) -> None:
     with open_memory(tmp_path) as memory:
         memory.ingest_text(essay[:3000], "a")
-    with pytest.raises(ConfigError, match=r"theta=0\.5"):
+    with pytest.raises(ConfigError, match=r"built with .*theta=0\.3, asked 0\.5"):
         Memory.open(
             tmp_path / "m.db",
             "test",
@@ -91,7 +91,7 @@ class FailingSummarizer(ExtractiveSummarizer):
 
 def test_a_failed_batch_leaves_no_trace_and_rerun_completes(tmp_path: Path, essay: str) -> None:
     with open_memory(tmp_path) as memory:
-        memory.ingest_text(essay[:4000], "doc", batch_size=8)
+        memory.ingest_text(essay[:4000], "intro", batch_size=8)
         before = memory.stats()
     failing = FailingSummarizer(fail_at=3)
     with open_memory(tmp_path, summarizer=failing) as memory:

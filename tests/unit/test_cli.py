@@ -156,6 +156,103 @@ def test_show_stats_and_rebuild(env: dict[str, str], text_file: Path) -> None:
 def test_named_memories_are_separate(env: dict[str, str], text_file: Path) -> None:
     run(env, "ingest", str(text_file), "--memory", "one", "--theta", "0.3")
     assert stats(env, "--memory", "one")["documents"] == 1
-    assert stats(env, "--memory", "two")["documents"] == 0
+    # A memory that does not exist is named, with the ones that do; nothing is created.
+    missing = CliRunner().invoke(cli, ["stats", "--memory", "two"], env=env)
+    assert missing.exit_code == 1
+    assert "no memory 'two'" in missing.output and "memories there: one" in missing.output
+    assert stats(env, "--memory", "one")["documents"] == 1
     bad = CliRunner().invoke(cli, ["stats", "--memory", "no spaces"], env=env)
     assert bad.exit_code == 1 and "invalid memory name" in bad.output
+
+
+def test_reading_commands_create_nothing(env: dict[str, str], tmp_path: Path) -> None:
+    store = tmp_path / "typo" / "nothing.db"
+    for args in (
+        ["stats", "--store", str(store)],
+        ["ask", "anything", "--store", str(store)],
+        ["show", "c0", "--store", str(store)],
+        ["ingest", "--rebuild", "--store", str(store)],
+    ):
+        result = CliRunner().invoke(cli, args, env=env)
+        assert result.exit_code == 1, args
+        assert f"no store at {store}" in result.output
+    assert not store.parent.exists()
+    empty_name = CliRunner().invoke(cli, ["stats", "--memory", ""], env=env)
+    assert empty_name.exit_code == 1 and "invalid memory name ''" in empty_name.output
+
+
+def test_store_uris_that_are_not_neo4j_are_refused(env: dict[str, str], tmp_path: Path) -> None:
+    for uri, expected in (
+        ("http://127.0.0.1:7474", "unknown store URI scheme 'http'"),
+        ("bolt:/127.0.0.1:7687", "malformed Neo4j URI"),
+        ("BOLT:127.0.0.1", "malformed Neo4j URI"),
+    ):
+        result = CliRunner().invoke(cli, ["stats", "--store", uri], env=env, catch_exceptions=False)
+        assert result.exit_code == 1 and expected in result.output, uri
+    # nothing named like the URI was created in the working directory either
+    assert not any(p.name.lower().startswith(("http", "bolt")) for p in Path.cwd().iterdir())
+
+
+def test_ask_refuses_an_empty_memory_and_bad_counts(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3")
+    zero = CliRunner().invoke(cli, ["ask", "q", "--strategy", "memagent", "--read-tokens", "0"])
+    assert zero.exit_code == 2 and "--read-tokens" in zero.output
+    from cam_engine import Environment, Memory
+
+    with Memory.open(env["CAM_STORE"], "empty", environment=Environment.from_env(env)) as memory:
+        memory.store.save_settings(memory.settings.to_dict())  # exists, holds no chunk
+    empty = CliRunner().invoke(cli, ["ask", "anything", "--memory", "empty"], env=env)
+    assert empty.exit_code == 1 and "holds no documents yet" in empty.output
+
+
+def test_show_suggests_ids_for_an_unknown_one(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
+    missing = CliRunner().invoke(cli, ["show", "c0"], env=env)
+    assert missing.exit_code == 1
+    suggested = missing.output.split("ids like it: ")[1].split(", ")
+    assert suggested and all(s.startswith("c0") for s in suggested)
+    shown = json.loads(run(env, "show", suggested[0].strip(), "--json").output)
+    assert shown["position"] == 0 and isinstance(shown["position"], int)
+
+
+def test_stdin_with_other_text_under_a_known_name_is_refused(
+    env: dict[str, str], text_file: Path
+) -> None:
+    text = text_file.read_text()
+    run(env, "ingest", "-", "--document", "log", "--theta", "0.3", input=text[:3000])
+    before = stats(env)
+    grown = CliRunner().invoke(cli, ["ingest", "-", "--document", "log"], env=env, input=text)
+    assert grown.exit_code == 1
+    assert "already holds different text at chunk" in grown.output and "--document" in grown.output
+    assert stats(env) == before
+    latin1 = CliRunner().invoke(
+        cli, ["ingest", "-", "--document", "other"], env=env, input="caf\xe9".encode("latin-1")
+    )
+    assert latin1.exit_code == 1 and "not valid UTF-8" in latin1.output
+    assert stats(env) == before
+
+
+def test_no_op_reingest_and_interrupt_messages(
+    env: dict[str, str], text_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
+    assert "new chunks in" in first.output and "batchs" not in first.output
+    again = run(env, "ingest", str(text_file))
+    assert "nothing new: every chunk is already in memory 'default'" in again.output
+    from cam_engine.memory import Memory
+
+    calls = {"n": 0}
+    original = Memory._add_batch
+
+    def interrupted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "_add_batch", interrupted)
+    other = text_file.with_name("other.txt")
+    other.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[8000:14000])
+    stopped = CliRunner().invoke(cli, ["ingest", str(other), "--batch-size", "1"], env=env)
+    assert stopped.exit_code == 130
+    assert "interrupted:" in stopped.output and "run the same command again" in stopped.output
