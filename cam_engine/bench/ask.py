@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cam_engine.bench import shared_data_dir
 from cam_engine.bench.stores import CachingEmbedder, default_book, percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
@@ -88,8 +89,7 @@ BOOK_QUESTIONS = [
 
 
 def default_hotpot() -> Path:
-    data = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return data / "hotpotqa" / "hotpotqa_dev_200.jsonl"
+    return shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl"
 
 
 @dataclass

@@ -36,6 +36,7 @@ from pathlib import Path
 import igraph as ig
 import numpy as np
 
+from cam_engine.bench import shared_data_dir
 from cam_engine.chunking import chunk_document, count_tokens
 from cam_engine.graph.similarity import Located, expand
 
@@ -602,8 +603,7 @@ def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
 
 
 def default_data_dir() -> Path:
-    """../shared/data beside the checkout (the layout of this project and of CI)."""
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    return shared_data_dir()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

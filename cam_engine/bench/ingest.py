@@ -6,6 +6,10 @@ Figures (one JSON object):
 - engine_overhead_ratio = (total - embed) / embed.
 - locality_ratio: median non-embedding seconds of the last 5 batches / first 5.
 - summaries_per_batch_ratio: median summaries written, last 5 batches / first 5.
+- affected_nodes_ratio and seconds_per_affected_node_ratio: the two factors of
+  locality_ratio. A batch's affected nodes are those it re-split, summed over levels;
+  the first ratio says how much the touched part of the hierarchy grew, the second how
+  much more each touched node cost (hubs have more edges to read).
 - the same figures for ``rebuild`` (one pass over all stored chunks).
 """
 
@@ -20,6 +24,7 @@ from typing import Any
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
 from cam_engine.engine.reports import BatchReport
+from cam_engine.errors import InputError
 from cam_engine.memory import Memory
 
 
@@ -54,8 +59,10 @@ def run(
     reports: list[BatchReport] = []
     with Memory.open(path, "bench", settings=settings, embedder=embedder) as memory:
         start = time.perf_counter()
-        memory.ingest([book], batch_size=batch_size, on_batch=reports.append)
+        result = memory.ingest([book], batch_size=batch_size, on_batch=reports.append)
         total = time.perf_counter() - start
+        if result.errors:
+            raise InputError(result.errors[0].message)
         embed = sum(r.seconds["embed"] for r in reports)
         incremental_stats = memory.stats()
         start = time.perf_counter()
@@ -63,6 +70,8 @@ def run(
         rebuild_total = time.perf_counter() - start
         rebuild_stats = memory.stats()
     non_embed = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
+    affected = [sum(level.affected_nodes for level in r.levels) for r in reports]
+    per_affected = [s / n if n else 0.0 for s, n in zip(non_embed, affected, strict=True)]
     return {
         "book": Path(book).name,
         "batch_size": batch_size,
@@ -75,7 +84,10 @@ def run(
         "engine_overhead_ratio": round((total - embed) / embed, 3) if embed else None,
         "locality_ratio": _ratio(non_embed),
         "summaries_per_batch_ratio": _ratio([float(r.summaries_written) for r in reports]),
+        "affected_nodes_ratio": _ratio([float(n) for n in affected]),
+        "seconds_per_affected_node_ratio": _ratio(per_affected),
         "summaries_per_batch": [r.summaries_written for r in reports],
+        "affected_nodes_per_batch": affected,
         "non_embed_s_per_batch": [round(x, 3) for x in non_embed],
         "phases_s": _phase_totals(reports),
         "levels": [

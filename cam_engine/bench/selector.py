@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cam_engine.bench import shared_data_dir
 from cam_engine.bench.ask import book_corpus, default_book
 from cam_engine.bench.stores import CachingEmbedder
 from cam_engine.config import Settings
@@ -46,8 +47,7 @@ ORDERS = ("all", "chunks-first")
 
 
 def default_data() -> Path:
-    data = Path(__file__).resolve().parents[3] / "shared" / "data"
-    return data / "hotpotqa" / "hotpotqa_dev_100_hard.jsonl"
+    return shared_data_dir() / "hotpotqa" / "hotpotqa_dev_100_hard.jsonl"
 
 
 def order(nodes: Sequence[Node], vector: np.ndarray, how: str) -> list[str]:
