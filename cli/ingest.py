@@ -18,6 +18,7 @@ from cam_engine.cli.options import (
 )
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import CamError
+from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
     "chunk_tokens": int,
@@ -104,17 +105,38 @@ def _build_view(
     backend: str,
     options: dict[str, dict[str, int]],
     as_json: bool,
+    show_progress: bool,
 ) -> None:
     """Build one adapter view; its LLM steps use the summarizer's backend."""
     from cam_engine.adapters.registry import VIEW_BUILDERS
 
+    if doc_ids is not None and not doc_ids:
+        if not as_json:
+            click.echo(
+                f"view {view}: up to date (no new text; `cam ingest --view {view}` "
+                "without PATH rebuilds it for every document)"
+            )
+        return
     chat = None if backend == "extractive" else chat_for("openai", Environment.from_env())
-    report = VIEW_BUILDERS[view](memory, doc_ids, chat, **options[view])
+
+    def pages(done: int) -> None:
+        click.echo(f"\rview readagent: {plural(done, 'page')} gisted", nl=False, err=True)
+
+    def sessions(document: str, index: int, total: int) -> None:
+        click.echo(f"\rview gam: {document} session {index + 1}/{total}", nl=False, err=True)
+
+    extra: dict[str, Any] = {}
+    if show_progress:
+        extra = {"on_page": pages} if view == "readagent" else {"on_session": sessions}
+    report = VIEW_BUILDERS[view](memory, doc_ids, chat, **options[view], **extra)
+    if show_progress:
+        click.echo("", err=True)
     if as_json:
         echo_json(report.to_dict())
         return
     click.echo(
-        f"view {view}: {report.nodes_written} nodes over {report.documents} documents "
+        f"view {view}: {plural(report.nodes_written, 'node')} over "
+        f"{plural(report.documents, 'document')} "
         f"({report.backend}, {report.log.usage.calls} LLM calls)"
     )
 
@@ -217,7 +239,8 @@ def ingest(
         click.echo(f"error: {error.message}", err=True)
 
     failed = False
-    ingested: list[str] = []
+    touched: list[str] = []
+    grown: set[str] = set()
     try:
         with memory:
             if paths:
@@ -230,7 +253,8 @@ def ingest(
                 )
                 progress.close()
                 failed = bool(result.errors)
-                ingested = list(dict.fromkeys(b.document for b in result.batches if b.document))
+                touched = list(dict.fromkeys(b.document for b in result.batches if b.document))
+                grown = {b.document for b in result.batches if b.chunks_added}
                 if not as_json and (result.batches or not failed):
                     click.echo(_ingest_line(result, memory))
             if rebuild:
@@ -241,8 +265,16 @@ def ingest(
                         f"{report.summaries_written} summaries"
                     )
             for view in views:
-                doc_ids = ingested if paths else None
-                _build_view(memory, view, doc_ids, summarizer, view_options, as_json)
+                # A document re-ingested unchanged keeps its view, unless it has none yet
+                # (an earlier run stopped before building it).
+                doc_ids = (
+                    [d for d in touched if d in grown or not memory.view_nodes(view, PAGE, d)]
+                    if paths
+                    else None
+                )
+                _build_view(
+                    memory, view, doc_ids, summarizer, view_options, as_json, progress.enabled
+                )
     except CamError as exc:
         progress.close()
         raise click.ClickException(str(exc)) from exc

@@ -74,3 +74,21 @@ def test_views_over_an_existing_memory(env: dict[str, str], book: Path) -> None:
         cli, ["ingest", "--view", "readagent", "--page-words", "300,100"], env=env
     )
     assert bad.exit_code != 0 and "MIN < MAX" in bad.output
+
+
+def test_reingesting_keeps_views_and_a_new_document_gets_its_own(
+    env: dict[str, str], book: Path, tmp_path: Path
+) -> None:
+    assert run(env, "ingest", str(book), "--view", "readagent").exit_code == 0
+    before = json.loads(run(env, "stats", "--json").output)["views"]
+    again = run(env, "ingest", str(book), "--view", "readagent")
+    assert "view readagent: up to date" in again.output
+    assert json.loads(run(env, "stats", "--json").output)["views"] == before
+
+    other = tmp_path / "more.txt"
+    other.write_text(shared_file("haystacks/gutenberg/pg2701.txt").read_text()[40000:52000])
+    grown = run(env, "ingest", str(book), str(other), "--view", "readagent", "--json")
+    report = json.loads(grown.output.splitlines()[-1])
+    assert report["documents"] == 1  # only the new document was paginated
+    pages = json.loads(run(env, "stats", "--json").output)["views"]["readagent"]["page"]
+    assert pages > before["readagent"]["page"]
