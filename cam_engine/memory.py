@@ -224,7 +224,7 @@ class Memory:
             raise InputError(f"document {document!r} is empty")
         report = IngestReport()
         chunks = chunk_document(document, text, self.settings.chunk_tokens)
-        record = DocumentRecord(document, "<text>", _sha256(text), 0)
+        record = DocumentRecord(document, "<text>", _sha256(text), 0, len(chunks))
         self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
         return report
 
@@ -248,8 +248,9 @@ class Memory:
             for doc_id, text in documents:
                 if not text.strip():
                     raise InputError(f"document {doc_id!r} is empty")
-                records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0)
-                yield from chunk_document(doc_id, text, self.settings.chunk_tokens)
+                pieces = chunk_document(doc_id, text, self.settings.chunk_tokens)
+                records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0, len(pieces))
+                yield from pieces
 
         report = IngestReport()
         for number, (batch, chunk_seconds) in enumerate(_batches(chunks(), batch_size)):
@@ -293,7 +294,7 @@ class Memory:
                     source.doc_id,
                 )
         chunks = chunk_document(source.doc_id, text, budget)
-        record = DocumentRecord(source.doc_id, str(source.path), sha, 0)
+        record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(chunks))
         self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
 
     def _ingest_chunks(
@@ -360,7 +361,9 @@ class Memory:
                     last = max(c.position for c in batch if c.doc_id == doc_id)
                     stored_chunks = max(known.chunks if known else 0, last + 1)
                     store.upsert_document(
-                        DocumentRecord(doc_id, record.source, record.sha256, stored_chunks)
+                        DocumentRecord(
+                            doc_id, record.source, record.sha256, stored_chunks, record.total
+                        )
                     )
                 builder.assimilate(nodes, report)
             report.chunks_added = len(new)
@@ -429,7 +432,14 @@ class Memory:
     # --- reading ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()
+        # A document whose ingest was interrupted: running the same ingest completes it.
+        partial = [
+            {"id": d.id, "chunks": d.chunks, "total": d.total}
+            for d in self.store.documents()
+            if d.total is not None and d.chunks < d.total
+        ]
         data.update(
+            partial_documents=partial,
             memory=self.store.memory,
             store=self.store.location,
             summarizer=self.summarizer.backend,

@@ -20,6 +20,11 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         return
     click.echo(f"memory {data['memory']!r} in {data['store']}")
     click.echo(f"documents: {data['documents']}")
+    for doc in data["partial_documents"]:
+        click.echo(
+            f"  {doc['id']}: {doc['chunks']} of {doc['total']} chunks (interrupted; running "
+            "the same ingest again completes it)"
+        )
     click.echo(f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8}")
     for row in data["levels"]:
         click.echo(

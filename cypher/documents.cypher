@@ -1,4 +1,4 @@
 // params: $memory
 MATCH (d:Document {memory: $memory})
-RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks
+RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks, d.total AS total
 ORDER BY d.id

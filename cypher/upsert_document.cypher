@@ -1,3 +1,3 @@
-// params: $memory, $id, $source, $sha256, $chunks
+// params: $memory, $id, $source, $sha256, $chunks, $total
 MERGE (d:Document {memory: $memory, id: $id})
-SET d.source = $source, d.sha256 = $sha256, d.chunks = $chunks
+SET d.source = $source, d.sha256 = $sha256, d.chunks = $chunks, d.total = $total

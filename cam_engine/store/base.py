@@ -32,6 +32,7 @@ class DocumentRecord:
     source: str  # file path or "<stdin>"
     sha256: str | None  # of the whole text when known up front (files); None for streams
     chunks: int  # chunks stored so far
+    total: int | None = None  # chunks the whole document makes, when known up front
 
 
 class GraphStore(Protocol):

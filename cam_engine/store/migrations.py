@@ -54,6 +54,12 @@ MIGRATIONS: list[tuple[str, str]] = [
             chunk_id TEXT NOT NULL, PRIMARY KEY (memory, src, ord));
         """,
     ),
+    (
+        "003_document_totals",
+        """
+        ALTER TABLE documents ADD COLUMN total INTEGER;
+        """,
+    ),
 ]
 
 

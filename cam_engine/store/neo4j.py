@@ -222,6 +222,7 @@ class Neo4jStore:
             source=document.source,
             sha256=document.sha256,
             chunks=document.chunks,
+            total=document.total,
         )
 
     def documents(self) -> list[DocumentRecord]:

@@ -155,7 +155,7 @@ class SqliteStore:
     # --- documents ------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
         rows = self._q(
-            "SELECT id, source, sha256, chunks FROM documents WHERE memory = ? AND id = ?",
+            "SELECT id, source, sha256, chunks, total FROM documents WHERE memory = ? AND id = ?",
             self._memory,
             doc_id,
         )
@@ -163,15 +163,23 @@ class SqliteStore:
 
     def upsert_document(self, document: DocumentRecord) -> None:
         self._conn.execute(
-            "INSERT INTO documents (memory, id, source, sha256, chunks) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO documents (memory, id, source, sha256, chunks, total) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (memory, id) DO UPDATE SET source = excluded.source, "
-            "sha256 = excluded.sha256, chunks = excluded.chunks",
-            (self._memory, document.id, document.source, document.sha256, document.chunks),
+            "sha256 = excluded.sha256, chunks = excluded.chunks, total = excluded.total",
+            (
+                self._memory,
+                document.id,
+                document.source,
+                document.sha256,
+                document.chunks,
+                document.total,
+            ),
         )
 
     def documents(self) -> list[DocumentRecord]:
         rows = self._q(
-            "SELECT id, source, sha256, chunks FROM documents WHERE memory = ? ORDER BY id",
+            "SELECT id, source, sha256, chunks, total FROM documents WHERE memory = ? ORDER BY id",
             self._memory,
         )
         return [DocumentRecord(*r) for r in rows]

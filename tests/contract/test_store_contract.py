@@ -52,10 +52,14 @@ def test_documents_and_settings_round_trip(store: GraphStore) -> None:
     assert store.load_settings() is None and store.get_document("d") is None
     with store.transaction():
         store.save_settings({"theta": 0.5})
-        store.upsert_document(DocumentRecord("d", "d.txt", "abc", 3))
+        store.upsert_document(DocumentRecord("d", "d.txt", "abc", 3, 7))
+        store.upsert_document(DocumentRecord("s", "<stdin>", None, 2))
     assert store.load_settings() == {"theta": 0.5}
-    assert store.get_document("d") == DocumentRecord("d", "d.txt", "abc", 3)
-    assert store.documents() == [DocumentRecord("d", "d.txt", "abc", 3)]
+    assert store.get_document("d") == DocumentRecord("d", "d.txt", "abc", 3, 7)
+    assert store.documents() == [
+        DocumentRecord("d", "d.txt", "abc", 3, 7),
+        DocumentRecord("s", "<stdin>", None, 2, None),
+    ]
 
 
 def test_memories_lists_those_with_settings_and_reading_creates_none(

@@ -256,3 +256,11 @@ def test_no_op_reingest_and_interrupt_messages(
     stopped = CliRunner().invoke(cli, ["ingest", str(other), "--batch-size", "1"], env=env)
     assert stopped.exit_code == 130
     assert "interrupted:" in stopped.output and "run the same command again" in stopped.output
+    partial = stats(env)["partial_documents"]
+    assert [d["id"] for d in partial] == ["other.txt"] and 0 < partial[0]["chunks"] < partial[0][
+        "total"
+    ]
+    assert "other.txt: 2 of" in run(env, "stats").output
+    monkeypatch.setattr(Memory, "_add_batch", original)
+    assert run(env, "ingest", str(other), "--batch-size", "1").exit_code == 0
+    assert stats(env)["partial_documents"] == []

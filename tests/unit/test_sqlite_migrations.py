@@ -1,0 +1,37 @@
+"""A store written by an older version opens with its data intact and the new schema."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from cam_engine.store import migrations
+from cam_engine.store.base import DocumentRecord
+from cam_engine.store.sqlite import SqliteStore
+
+
+def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    older = [m for m in migrations.MIGRATIONS if m[0] < "003"]
+    original, migrations.MIGRATIONS = migrations.MIGRATIONS, older
+    try:
+        assert migrations.migrate(conn) == ["001_initial", "002_views"]
+    finally:
+        migrations.MIGRATIONS = original
+    conn.execute(
+        "INSERT INTO documents (memory, id, source, sha256, chunks) VALUES (?, ?, ?, ?, ?)",
+        ("default", "book", "book.txt", "abc", 12),
+    )
+    conn.close()
+
+    store = SqliteStore(path, "default")
+    try:
+        assert store.get_document("book") == DocumentRecord("book", "book.txt", "abc", 12, None)
+        with store.transaction():
+            store.upsert_document(DocumentRecord("book", "book.txt", "abc", 12, 20))
+        assert store.documents() == [DocumentRecord("book", "book.txt", "abc", 12, 20)]
+    finally:
+        store.close()
+    # Opening again applies nothing twice.
+    assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
