@@ -14,6 +14,10 @@ class ConfigError(CamError):
 class InputError(CamError):
     """An input document cannot be read (empty, binary, not UTF-8, missing)."""
 
+    def __init__(self, message: str, source: str = "") -> None:
+        super().__init__(message)
+        self.source = source  # the path or "-" it is about, when known
+
 
 class NotFoundError(CamError):
     """A store or memory that a read asked for does not exist (nothing is created)."""

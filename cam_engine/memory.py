@@ -15,12 +15,18 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any, cast
 
 from cam_engine.chunking import chunk_document, chunk_stream
-from cam_engine.config import Environment, Settings, check_batch_size, validate_memory_name
+from cam_engine.config import (
+    DEFAULT_EMBED_MODEL,
+    Environment,
+    Settings,
+    check_batch_size,
+    validate_memory_name,
+)
 from cam_engine.embed import Embedder, load_embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
@@ -161,16 +167,25 @@ class Memory:
                     "use its settings, or pick another --memory"
                 )
             settings = existing
-        elif settings is None:
+        else:
+            # A new memory takes its model from the embedder given, else from
+            # CAM_EMBED_MODEL, unless the settings name one themselves.
             model = embedder.name if embedder is not None else env.embed_model
-            settings = Settings(embed_model=model) if model else Settings()
-        return cls(
-            graph,
-            settings=settings,
-            embedder=embedder or load_embedder(settings.embed_model),
-            summarizer=summarizer or ExtractiveSummarizer(),
-            llm_concurrency=llm_concurrency,
-        )
+            settings = settings or Settings()
+            if model and settings.embed_model == DEFAULT_EMBED_MODEL:
+                settings = replace(settings, embed_model=model)
+        try:
+            return cls(
+                graph,
+                settings=settings,
+                embedder=embedder or load_embedder(settings.embed_model),
+                summarizer=summarizer or ExtractiveSummarizer(),
+                llm_concurrency=llm_concurrency,
+            )
+        except BaseException:
+            if graph is not store:  # opened here: do not leave it open
+                graph.close()
+            raise
 
     def close(self) -> None:
         self.store.close()
@@ -184,7 +199,7 @@ class Memory:
     # --- ingest ---------------------------------------------------------------------------
     def ingest(
         self,
-        paths: Sequence[str | Path],
+        paths: str | Path | Sequence[str | Path],
         *,
         batch_size: int = 64,
         document: str | None = None,
@@ -198,6 +213,8 @@ class Memory:
         memory is not touched for it.
         """
         check_batch_size(batch_size)
+        if isinstance(paths, str | Path):  # one path, not a sequence of its characters
+            paths = [paths]
         report = IngestReport()
         for item in expand_paths([str(p) for p in paths], document=document):
             try:
@@ -205,7 +222,9 @@ class Memory:
                     raise item
                 self._ingest_source(item, batch_size, stdin, report, on_batch)
             except InputError as exc:
-                error = IngestError(item.label if isinstance(item, Source) else "", str(exc))
+                error = IngestError(
+                    item.label if isinstance(item, Source) else exc.source, str(exc)
+                )
                 report.errors.append(error)
                 if on_error is not None:
                     on_error(error)
@@ -593,7 +612,7 @@ def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
             line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
             yield line
-    except UnicodeError as exc:
+    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         raise InputError(f"<stdin>: not valid UTF-8 ({exc.reason})") from exc
 
 

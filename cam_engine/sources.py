@@ -39,22 +39,29 @@ def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[S
         if raw == STDIN:
             yield Source(document or "stdin", None)
             continue
+        if not raw.strip():  # Path("") is ".": an empty argument would read this folder
+            yield InputError("an empty path: give a file, a folder or -", raw)
+            continue
         path = Path(raw)
         if path.is_dir():
-            files = sorted(
-                p
-                for p in path.rglob("*")
-                if p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            try:
+                files = sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file()
+                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                )
+            except OSError as exc:
+                yield InputError(f"{raw}: cannot read the folder ({exc})", raw)
+                continue
             if not files:
-                yield InputError(f"{raw}: folder has no files")
+                yield InputError(f"{raw}: folder has no files", raw)
             for f in files:
                 yield Source(f.relative_to(path).as_posix(), f)
         elif path.is_file():
             yield Source(document or path.name, path)
         else:
-            yield InputError(f"{raw}: no such file or folder")
+            yield InputError(f"{raw}: no such file or folder", raw)
 
 
 def read_text(path: Path) -> tuple[str, str]:

@@ -189,7 +189,7 @@ class Neo4jStore:
                 # The one identifier that cannot be a parameter, checked by vector_label().
                 statement = statement.replace("{vector_label}", vector_label(dimensions))
                 session.run(statement, params).consume()
-            session.run("CALL db.awaitIndexes(300)").consume()
+            session.run(load_query("await_indexes")).consume()
         self._prepared.add(dimensions)
 
     # --- memory-wide state --------------------------------------------------------------
@@ -336,9 +336,7 @@ class Neo4jStore:
         if name in self._indexes:
             return True
         with self._driver.session(database=self._database) as session:
-            found = session.run(
-                "SHOW INDEXES YIELD name WHERE name = $name RETURN name", name=name
-            ).data()
+            found = session.run(load_query("index_exists"), name=name).data()
         if found:
             self._indexes.add(name)
         return bool(found)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -57,6 +57,16 @@ class _VectorIndex:
         return self._ids, self._matrix
 
 
+class _Closed:
+    """Stands in for the connection of a closed store."""
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(self._message)
+
+
 class SqliteStore:
     remote = False  # in-process: a read costs microseconds
 
@@ -86,6 +96,8 @@ class SqliteStore:
 
     def close(self) -> None:
         self._conn.close()
+        # Any later use says what happened instead of sqlite3's ProgrammingError.
+        self._conn = cast(sqlite3.Connection, _Closed(f"SQLite store {self._path} is closed"))
 
     def prepare(self, dimensions: int) -> None:
         """Nothing to prepare: the schema is created by migrations on open."""

@@ -38,9 +38,9 @@ def test_no_python_formatting_placeholders(name: str) -> None:
     text = load_query(name)
     for statement in statements(name):
         assert "{}" not in statement and "%s" not in statement
-    # every query is scoped to one memory, except the schema, the index-wide count and
-    # the list of the memories themselves
-    assert "memory" in declared_parameters(text) or name in {"schema", "count_vectors", "memories"}
+    # every query is scoped to one memory, except those about the database itself
+    database_wide = {"schema", "count_vectors", "memories", "await_indexes", "index_exists"}
+    assert "memory" in declared_parameters(text) or name in database_wide
 
 
 def test_bad_names_are_refused() -> None:

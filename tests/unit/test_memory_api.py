@@ -1,0 +1,75 @@
+"""The Python API's edges: what a caller gets for mistakes, without the CLI in between."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cam_engine import (
+    ConfigError,
+    Environment,
+    InputError,
+    Memory,
+    NotFoundError,
+    Settings,
+    StoreError,
+)
+from cam_engine.embed import HashingEmbedder
+from tests.conftest import shared_file
+
+EMBEDDER = HashingEmbedder(64)
+NO_ENV = Environment.from_env({})
+
+
+def text_file(tmp_path: Path) -> Path:
+    path = tmp_path / "gap.txt"
+    path.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:3000])
+    return path
+
+
+def test_one_path_is_one_document_not_its_characters(tmp_path: Path) -> None:
+    path = text_file(tmp_path)
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        report = memory.ingest(str(path))
+        assert not report.errors and report.chunks_added > 0
+        assert [d.id for d in memory.store.documents()] == ["gap.txt"]
+
+
+def test_bad_paths_are_reported_with_their_source(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        report = memory.ingest(["", str(tmp_path / "missing.txt")])
+        assert [e.source for e in report.errors] == ["", str(tmp_path / "missing.txt")]
+        assert "empty path" in report.errors[0].message
+        assert report.chunks_added == 0 and memory.store.documents() == []
+
+
+def test_a_new_memory_takes_its_model_from_the_embedder_given(tmp_path: Path) -> None:
+    settings = Settings(theta=0.4)  # the model left at its default
+    with Memory.open(
+        tmp_path / "m.db", "m", settings=settings, embedder=EMBEDDER, environment=NO_ENV
+    ) as memory:
+        assert memory.settings.embed_model == EMBEDDER.name and memory.settings.theta == 0.4
+    named = Settings(embed_model="other-model")
+    with pytest.raises(ConfigError, match="vectors of two models cannot be mixed"):
+        Memory.open(tmp_path / "n.db", "m", settings=named, embedder=EMBEDDER, environment=NO_ENV)
+
+
+def test_reading_a_missing_memory_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="no store at"):
+        Memory.open(tmp_path / "none.db", "m", embedder=EMBEDDER, create=False)
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_closed_memory_says_so(tmp_path: Path) -> None:
+    memory = Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV)
+    memory.ingest_text("One sentence about whales. Another about ships.", "d")
+    memory.close()
+    with pytest.raises(StoreError, match="is closed"):
+        memory.stats()
+
+
+def test_empty_text_is_an_input_error(tmp_path: Path) -> None:
+    memory = Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV)
+    with memory, pytest.raises(InputError, match="empty"):
+        memory.ingest_text("   ", "d")
