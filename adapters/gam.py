@@ -128,7 +128,7 @@ def _memorize(
     """The memos and pages of one document, in order; and how many memos fell back."""
     sessions = sessions_of(memory.document_chunks(doc), session_tokens)
     content = [_joined(session) for session in sessions]
-    embeddings = memory.embedder.embed(content) if content else []
+    embeddings: np.ndarray | list[np.ndarray] = memory.embedder.embed(content) if content else []
     memos: list[str] = []
     nodes: list[ViewNode] = []
     fallbacks = 0
@@ -356,7 +356,8 @@ def _vector_hits(
     pages = [p for p in store.pages if p.embedding is not None]
     if not pages:
         return []
-    matrix = np.stack([p.embedding for p in pages])
+    # The same filter again (it keeps every page): it tells mypy no embedding is None.
+    matrix = np.stack([p.embedding for p in pages if p.embedding is not None])
     totals: dict[int, float] = {}
     for scores in memory.embedder.embed(list(queries)) @ matrix.T:
         for j in sorted(range(len(pages)), key=lambda j: (-scores[j], j))[:top_k]:
@@ -385,7 +386,7 @@ def _integrate(
     reply = log.complete(chat, messages, max_tokens=INTEGRATE_MAX_TOKENS).text
     data = parse_json_object(reply)
     content = data.get("content") if data is not None else None
-    if not isinstance(content, str):
+    if data is None or not isinstance(content, str):
         logger.warning(
             "%s: no JSON result in the reply %r; keeping the last", chat.name, reply[:200]
         )

@@ -568,12 +568,13 @@ class _Lookup:
     def ranked_by_gist(self, memory: Memory) -> list[tuple[int, float]]:
         """Page numbers with their gist's cosine to the question, best first (ties: earlier)."""
         question = memory.embedder.embed([self.question])[0]
-        vectors = [p.node.embedding for p in self.pages]
-        missing = [i for i, v in enumerate(vectors) if v is None]
+        stored = [p.node.embedding for p in self.pages]
+        missing = [i for i, v in enumerate(stored) if v is None]
+        fresh: dict[int, np.ndarray] = {}
         if missing:  # a store that lost them: embed the gists again
-            fresh = memory.embedder.embed([self.pages[i].gist for i in missing])
-            for i, vector in zip(missing, fresh, strict=True):
-                vectors[i] = vector
+            embedded = memory.embedder.embed([self.pages[i].gist for i in missing])
+            fresh = dict(zip(missing, embedded, strict=True))
+        vectors = [fresh[i] if v is None else v for i, v in enumerate(stored)]
         scores = np.stack(vectors) @ question
         order = sorted(range(len(self.pages)), key=lambda i: (-float(scores[i]), i))
         return [(self.pages[i].number, float(scores[i])) for i in order]

@@ -312,9 +312,9 @@ class Memory:
                     self.store.memory,
                     source.doc_id,
                 )
-        chunks = chunk_document(source.doc_id, text, budget)
-        record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(chunks))
-        self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
+        pieces = chunk_document(source.doc_id, text, budget)
+        record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
+        self._ingest_chunks(record, iter(pieces), len(pieces), batch_size, report, on_batch)
 
     def _ingest_chunks(
         self,

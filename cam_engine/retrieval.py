@@ -41,10 +41,16 @@ def _with_vectors(store: GraphStore, ids: Sequence[str]) -> list[Node]:
     return [nodes[i] for i in ids if i in nodes]
 
 
+def _vector(node: Node) -> np.ndarray:
+    # Memory embeds every node before it stores it, and _with_vectors reads them back.
+    assert node.embedding is not None
+    return node.embedding
+
+
 def _rank(nodes: Sequence[Node], question: np.ndarray) -> list[Node]:
     if not nodes:
         return []
-    scores = np.stack([n.embedding for n in nodes]) @ question
+    scores = np.stack([_vector(n) for n in nodes]) @ question
     return [nodes[i] for i in sorted(range(len(nodes)), key=lambda i: (-scores[i], nodes[i].id))]
 
 

@@ -167,7 +167,7 @@ def ask(
     match the question, quoted, not written by a model.
     """
     if strategy in ADAPTER_STRATEGIES:
-        options = {
+        options_by_strategy: dict[str, dict[str, object]] = {
             "lookup": {"max_pages": max_pages},
             "lookup-seq": {"max_pages": max_pages},
             "research": {"max_iters": max_iters, "output": research_output},
@@ -176,7 +176,8 @@ def ask(
                 "memory_tokens": memory_tokens,
                 "resume": not restart,
             },
-        }[strategy]
+        }
+        options = options_by_strategy[strategy]
         chat = None if llm == "extractive" else chat_for(llm, Environment.from_env(), model_dir)
         _ask_adapter(store, memory_name, question, strategy, chat, options, as_json, width)
         return

@@ -82,9 +82,10 @@ def run(data: Path, store_dir: Path) -> str:
     questions = evalset.questions
     vectors = embedder.embed([q.question for q in questions])
     scope = Scope(memory)
-    corpus = book_corpus(default_book())
+    book_path = default_book()
+    corpus = book_corpus(book_path)
     book = Memory.open(store_dir / "selector.db", "book", embedder=embedder)
-    book.ingest([corpus.book], batch_size=64)
+    book.ingest([book_path], batch_size=64)
     book_vectors = embedder.embed(corpus.questions)
 
     def recall(passages_of: Callable[[str, np.ndarray], list[str]]) -> list[float]:
@@ -105,7 +106,7 @@ def run(data: Path, store_dir: Path) -> str:
     head += " | activated (HotpotQA) | activated (book, mean / max) |"
     lines = [
         f"HotpotQA: {len(questions)} questions, {len(evalset.documents)} documents, built in "
-        f"{built:.0f} s; book: {corpus.book.name}, {len(corpus.questions)} questions",
+        f"{built:.0f} s; book: {book_path.name}, {len(corpus.questions)} questions",
         "",
         head,
         "|---" * (8 + len(BUDGETS)) + "|",

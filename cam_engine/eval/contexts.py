@@ -88,7 +88,7 @@ def _ranked(found: Retrieval, vector: np.ndarray) -> RankedContext:
     hard HotpotQA questions, ranking all nodes together costs prune-and-grow 0.024 of
     recall at 1,000 tokens and 0.073 at 500 (docs/evaluation.md)."""
     nodes = [n for n in found.activated if n.embedding is not None]
-    scores = {n.id: float(n.embedding @ vector) for n in nodes}  # type: ignore[operator]
+    scores = {n.id: float(n.embedding @ vector) for n in nodes}
     order = sorted(nodes, key=lambda n: (n.level > 0, -scores[n.id], n.id))
     return RankedContext([n.text for n in order], [n.id for n in order], found.usage)
 

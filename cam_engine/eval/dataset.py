@@ -94,12 +94,12 @@ class EvalSet:
                 if doc_id not in by_id:
                     raise InputError(f"question {q.id!r}: asked about unknown document {doc_id!r}")
             for item in q.gold:
-                doc = by_id.get(item.doc_id)
-                if doc is None:
+                gold_doc = by_id.get(item.doc_id)
+                if gold_doc is None:
                     raise InputError(f"question {q.id!r}: gold in unknown document {item.doc_id!r}")
                 if not item.text.strip():
                     raise InputError(f"question {q.id!r}: empty gold text in {item.doc_id!r}")
-                if item.text not in doc.text:
+                if item.text not in gold_doc.text:
                     raise InputError(
                         f"question {q.id!r}: gold text {_preview(item.text)} "
                         f"is not in document {item.doc_id!r}"

@@ -95,9 +95,9 @@ def resplit(
         spare = [r for r in previous if r.id not in used]
         for ci in range(len(components)):
             if ci not in matched_component and spare:
-                replica = spare.pop(0)
-                matched_component[ci] = replica
-                used.add(replica.id)
+                taken = spare.pop(0)
+                matched_component[ci] = taken
+                used.add(taken.id)
         suffix = _next_suffix(node, previous)
         for ci, component in enumerate(components):
             replica = matched_component.get(ci)

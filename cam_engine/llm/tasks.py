@@ -31,6 +31,8 @@ NO_CONTEXT = "(no passages were found)"
 class ChatSelector(ChatTask):
     """``Selector`` that asks a chat model which candidates help answer the question."""
 
+    _max_tokens: int  # never None here: __init__ requires an int (ChatTask allows None)
+
     def __init__(self, chat: ChatModel, *, max_tokens: int = 64, retries: int = 1) -> None:
         super().__init__(chat, SELECT_PROMPT, check_count("max_tokens", max_tokens, minimum=1))
         self._retries = check_count("retries", retries, minimum=0)
@@ -61,6 +63,8 @@ class ChatSelector(ChatTask):
 
 class ChatAnswerer(ChatTask):
     """``Answerer`` that asks a chat model for a concise answer from the context only."""
+
+    _max_tokens: int  # never None here: __init__ requires an int (ChatTask allows None)
 
     def __init__(self, chat: ChatModel, *, max_tokens: int = 512) -> None:
         super().__init__(chat, ANSWER_PROMPT, check_count("max_tokens", max_tokens, minimum=1))

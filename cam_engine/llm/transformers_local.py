@@ -45,7 +45,9 @@ class TransformersChat:
                 tokenizer = AutoTokenizer.from_pretrained(self._path, local_files_only=True)
                 model = AutoModelForCausalLM.from_pretrained(self._path, local_files_only=True)
                 device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
-                model.to(device).eval()
+                # transformers wraps to() in functools.wraps(Module.to): mypy sees an
+                # unbound signature whose first parameter is the model.
+                model.to(device).eval()  # type: ignore[arg-type]
             except Exception as exc:  # transformers raises many kinds; name the directory
                 raise LLMError(f"cannot load local model {self._path}: {exc}") from exc
             self._loaded = (tokenizer, model)

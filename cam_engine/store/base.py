@@ -145,7 +145,7 @@ _BROKEN_NEO4J_URI = re.compile(r"^(neo4j|bolt)(\+s|\+ssc)?:(?!//)", re.IGNORECAS
 
 def is_neo4j_uri(location: str | Path) -> bool:
     uri = _URI.match(str(location))
-    return bool(uri) and uri.group(1).lower() in NEO4J_SCHEMES
+    return uri is not None and uri.group(1).lower() in NEO4J_SCHEMES
 
 
 def open_store(

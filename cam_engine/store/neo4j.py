@@ -64,6 +64,8 @@ class Neo4jStore:
         self._indexes: set[str] = set()  # vector indexes known to exist
         # Queries sent, per Cypher file: calls and seconds (for benchmarks and profiling).
         self.query_calls: Counter[str] = Counter()
+        # typeshed types Counter values as int; these are float seconds, which Counter
+        # handles at runtime (bench/stores.py subtracts two of them).
         self.query_seconds: Counter[str] = Counter()
 
     @classmethod
@@ -131,13 +133,16 @@ class Neo4jStore:
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
             raise StoreError(f"Neo4j at {self._uri}: {query_name}: {_first_line(exc)}") from exc
         finally:
-            self.query_seconds[query_name] += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            # float seconds in a Counter: see __init__
+            self.query_seconds[query_name] += elapsed  # type: ignore[assignment]
 
-    def _rows(self, query_name: str, **params: Any) -> list[list[Any]]:
+    def _rows(self, query_name: str, **params: Any) -> list[Any]:
         """The rows of a query that packs them into one record (``collect([...]) AS
-        rows``). The driver's cost is per record (about 20 µs), so thousands of rows
-        read as one record take a fraction of the time; a list keeps nulls, which
-        ``collect`` of a bare value would drop."""
+        rows``, or ``collect(value) AS rows`` where no value can be null). The driver's
+        cost is per record (about 20 µs), so thousands of rows read as one record take a
+        fraction of the time; a list keeps nulls, which ``collect`` of a bare value would
+        drop."""
         records = self._run(query_name, **params)
         return records[0]["rows"] if records else []
 
@@ -233,7 +238,7 @@ class Neo4jStore:
         return set(self._rows("existing_ids", ids=sorted(set(ids))))
 
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": n.id,
                 "level": n.level,
@@ -288,7 +293,7 @@ class Neo4jStore:
         # The index holds every memory's nodes of this size: ask for more than k and
         # filter; rows left short are asked again with a wider pool, up to all nodes.
         found: list[list[str]] = [[] for _ in range(len(queries))]
-        vectors: dict[str, np.ndarray] = {}
+        node_vectors: dict[str, np.ndarray] = {}
         pending = list(range(len(queries)))
         candidates = max(_MIN_CANDIDATES, _OVERSAMPLE * k)
         level_size: int | None = None  # counted only if a row comes back short
@@ -305,7 +310,7 @@ class Neo4jStore:
                 found[pending[row]] = ids
             # Exact float32 scores, ranked like the embedded store (ties by id): the
             # index's own scores are approximate and would order near-ties differently.
-            vectors.update(
+            node_vectors.update(
                 (node_id, np.frombuffer(blob, dtype=np.float32))
                 for node_id, blob in record["vectors"]
                 if blob is not None
@@ -324,10 +329,10 @@ class Neo4jStore:
                 break
             candidates *= _OVERSAMPLE
         for q, row in enumerate(found):
-            row = [i for i in row if i in vectors]
+            row = [i for i in row if i in node_vectors]
             if not row:
                 continue
-            scores = np.stack([vectors[i] for i in row]) @ queries[q]
+            scores = np.stack([node_vectors[i] for i in row]) @ queries[q]
             order = sorted(range(len(row)), key=lambda j: (-scores[j], row[j]))[:k]
             hits[q] = [(row[j], float(scores[j])) for j in order]
         return hits

@@ -603,34 +603,46 @@ class SqliteStore:
     # --- reporting -----------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         m = self._memory
-        nodes = dict(
-            self._q("SELECT level, COUNT(*) FROM nodes WHERE memory = ? GROUP BY level", m)
-        )
-        edges = dict(
-            self._q("SELECT level, COUNT(*) FROM edges WHERE memory = ? GROUP BY level", m)
-        )
-        replicas = dict(
-            self._q("SELECT level, COUNT(*) FROM replicas WHERE memory = ? GROUP BY level", m)
-        )
-        clusters = dict(
-            self._q(
+        nodes: dict[int, int] = {
+            row[0]: row[1]
+            for row in self._q(
+                "SELECT level, COUNT(*) FROM nodes WHERE memory = ? GROUP BY level", m
+            )
+        }
+        edges: dict[int, int] = {
+            row[0]: row[1]
+            for row in self._q(
+                "SELECT level, COUNT(*) FROM edges WHERE memory = ? GROUP BY level", m
+            )
+        }
+        replicas: dict[int, int] = {
+            row[0]: row[1]
+            for row in self._q(
+                "SELECT level, COUNT(*) FROM replicas WHERE memory = ? GROUP BY level", m
+            )
+        }
+        clusters: dict[int, int] = {
+            row[0]: row[1]
+            for row in self._q(
                 "SELECT level, COUNT(DISTINCT label) FROM replicas WHERE memory = ? GROUP BY level",
                 m,
             )
-        )
+        }
         in_two = self._q(
             "SELECT COUNT(*) FROM (SELECT node_id FROM replicas WHERE memory = ? AND level = 0 "
             "GROUP BY node_id HAVING COUNT(DISTINCT label) >= 2)",
             m,
         )[0][0]
         documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
-        backends = dict(
-            self._q(
+        # The backend is NULL for a summary node whose props have no "backend".
+        backends: dict[str | None, int] = {
+            row[0]: row[1]
+            for row in self._q(
                 "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
                 "WHERE memory = ? AND level > 0 GROUP BY 1",
                 m,
             )
-        )
+        }
         levels = sorted(set(nodes) | set(edges))
         return {
             "documents": documents,
