@@ -601,33 +601,20 @@ class SqliteStore:
         return bm25_top_k([(n.id, n.text) for n in nodes], query, k)
 
     # --- reporting -----------------------------------------------------------------------
+    def _counts(self, sql: str) -> dict[Any, int]:
+        """{key: count} from a query of (key, count) rows over this memory (fixed SQL)."""
+        return {row[0]: row[1] for row in self._q(sql, self._memory)}
+
     def stats(self) -> dict[str, Any]:
         m = self._memory
-        nodes: dict[int, int] = {
-            row[0]: row[1]
-            for row in self._q(
-                "SELECT level, COUNT(*) FROM nodes WHERE memory = ? GROUP BY level", m
-            )
-        }
-        edges: dict[int, int] = {
-            row[0]: row[1]
-            for row in self._q(
-                "SELECT level, COUNT(*) FROM edges WHERE memory = ? GROUP BY level", m
-            )
-        }
-        replicas: dict[int, int] = {
-            row[0]: row[1]
-            for row in self._q(
-                "SELECT level, COUNT(*) FROM replicas WHERE memory = ? GROUP BY level", m
-            )
-        }
-        clusters: dict[int, int] = {
-            row[0]: row[1]
-            for row in self._q(
-                "SELECT level, COUNT(DISTINCT label) FROM replicas WHERE memory = ? GROUP BY level",
-                m,
-            )
-        }
+        nodes = self._counts("SELECT level, COUNT(*) FROM nodes WHERE memory = ? GROUP BY level")
+        edges = self._counts("SELECT level, COUNT(*) FROM edges WHERE memory = ? GROUP BY level")
+        replicas = self._counts(
+            "SELECT level, COUNT(*) FROM replicas WHERE memory = ? GROUP BY level"
+        )
+        clusters = self._counts(
+            "SELECT level, COUNT(DISTINCT label) FROM replicas WHERE memory = ? GROUP BY level"
+        )
         in_two = self._q(
             "SELECT COUNT(*) FROM (SELECT node_id FROM replicas WHERE memory = ? AND level = 0 "
             "GROUP BY node_id HAVING COUNT(DISTINCT label) >= 2)",
@@ -635,14 +622,10 @@ class SqliteStore:
         )[0][0]
         documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
         # The backend is NULL for a summary node whose props have no "backend".
-        backends: dict[str | None, int] = {
-            row[0]: row[1]
-            for row in self._q(
-                "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
-                "WHERE memory = ? AND level > 0 GROUP BY 1",
-                m,
-            )
-        }
+        backends = self._counts(
+            "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
+            "WHERE memory = ? AND level > 0 GROUP BY 1"
+        )
         levels = sorted(set(nodes) | set(edges))
         return {
             "documents": documents,
