@@ -207,7 +207,13 @@ class ExtractiveSummarizer:
         return EXTRACTIVE
 
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
-        sentences = [s for text in texts for s in split_sentences(text)]
+        # Overlapping clusters share members, so the summaries one level up quote the
+        # same sentences: each is counted and quoted once.
+        unique: dict[str, str] = {}
+        for text in texts:
+            for sentence in split_sentences(text):
+                unique.setdefault(_key(sentence), sentence)
+        keys, sentences = list(unique), list(unique.values())
         if not sentences:
             return SummaryResult("", EXTRACTIVE, Usage())
         bags = [Counter(content_words(s)) for s in sentences]
@@ -230,6 +236,8 @@ class ExtractiveSummarizer:
         for i in ranked:
             length = len(sentences[i].split())
             if words + length > max_words and chosen:
+                continue
+            if _repeats(keys[i], [keys[j] for j in chosen]):
                 continue
             chosen.append(i)
             words += length

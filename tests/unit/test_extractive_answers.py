@@ -68,3 +68,18 @@ def test_answer_skips_a_sentence_contained_in_a_chosen_one() -> None:
     result = ExtractiveAnswerer(sentences=2).answer("Who is Margaret Saville?", passages)
     assert result.text.count("Margaret Saville, England") == 1
     assert len(split_sentences(result.text)) == 1
+
+
+def test_summary_of_overlapping_members_quotes_each_sentence_once() -> None:
+    from cam_engine.llm.extractive import ExtractiveSummarizer, split_sentences
+
+    shared = "One or two stiff gales and the springing of a leak are accidents of the voyage."
+    members = [
+        f"{shared} The ship sailed north past the ice.",
+        f"The crew feared the ice. {shared}",
+        f"{shared} Walton wrote to his sister about the voyage.",
+    ]
+    summary = ExtractiveSummarizer().summarize(members, max_words=60).text
+    sentences = split_sentences(summary)
+    assert shared in sentences  # the most central sentence is kept ...
+    assert len(sentences) == len(set(sentences))  # ... and quoted once
