@@ -22,6 +22,7 @@ from typing import IO, Any, cast
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import (
     DEFAULT_EMBED_MODEL,
+    DEFAULT_MEMORY,
     Environment,
     Settings,
     check_batch_size,
@@ -189,6 +190,13 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
+
+    def delete(self) -> None:
+        """Delete this memory from its store, in one transaction: every level, view and
+        document, and its settings. The memory is closed afterwards."""
+        with self.store.transaction():
+            self.store.clear(keep_chunks=False)
+        self.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -583,6 +591,18 @@ class Memory:
         ids = sorted(n.id for n in self.store.nodes_at_level(level))
         starting = [i for i in ids if i.startswith(node_id)]
         return (starting or ids)[:limit]
+
+
+def memories_in(
+    store: str | Path | None = None, environment: Environment | None = None
+) -> list[str]:
+    """The names of the memories a store holds (an error if the store does not exist)."""
+    env = environment or Environment.from_env()
+    graph = open_store(store or env.store, DEFAULT_MEMORY, env, create=False)
+    try:
+        return graph.memories()
+    finally:
+        graph.close()
 
 
 def _document_order(node: Node) -> tuple[str, float, str]:

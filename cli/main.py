@@ -13,6 +13,7 @@ from cam_engine.cli.browse import browse
 from cam_engine.cli.eval import eval_command
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
+from cam_engine.cli.manage import delete, memories
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,6 +38,8 @@ cli.add_command(ingest)
 cli.add_command(ask)
 cli.add_command(stats)
 cli.add_command(show)
+cli.add_command(memories)
+cli.add_command(delete)
 cli.add_command(bench)
 cli.add_command(browse)
 cli.add_command(eval_command)

@@ -95,6 +95,8 @@ class SqliteStore:
         return self._memory
 
     def close(self) -> None:
+        if isinstance(self._conn, _Closed):
+            return  # closing twice is harmless, as for files
         self._conn.close()
         # Any later use says what happened instead of sqlite3's ProgrammingError.
         self._conn = cast(sqlite3.Connection, _Closed(f"SQLite store {self._path} is closed"))

@@ -243,3 +243,28 @@ def test_an_unknown_neo4j_database_is_named_in_one_line() -> None:
     with pytest.raises(StoreError, match="has no database 'nosuchdb'") as caught:
         Neo4jStore.connect(NEO4J_URI, "probe", database="nosuchdb")
     assert NEO4J_URI in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_deleting_a_memory_leaves_no_trace_and_spares_the_others(
+    store_location: str, memory_name: str
+) -> None:
+    from cam_engine.memory import memories_in
+
+    settings = Settings(embed_model=EMBEDDER.name, theta=0.3, chunk_tokens=60)
+    text = shared_file("haystacks/paul_graham/gap.txt").read_text()[:2500]
+    other = memory_name + "kept"
+    for name in (memory_name, other):
+        with Memory.open(store_location, name, settings=settings, embedder=EMBEDDER) as memory:
+            memory.ingest_text(text, "gap", batch_size=8)
+    kept = Memory.open(store_location, other, embedder=EMBEDDER)
+    before = kept.stats()
+    Memory.open(store_location, memory_name, embedder=EMBEDDER).delete()
+    names = memories_in(store_location)
+    assert memory_name not in names and other in names
+    with pytest.raises(NotFoundError):
+        Memory.open(store_location, memory_name, embedder=EMBEDDER, create=False)
+    fresh = open_store(store_location, memory_name)
+    assert fresh.count_nodes(0) == 0 and fresh.documents() == [] and fresh.levels() == []
+    fresh.close()
+    assert kept.stats() == before
+    kept.delete()

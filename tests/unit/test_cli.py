@@ -264,3 +264,27 @@ def test_no_op_reingest_and_interrupt_messages(
     monkeypatch.setattr(Memory, "_add_batch", original)
     assert run(env, "ingest", str(other), "--batch-size", "1").exit_code == 0
     assert stats(env)["partial_documents"] == []
+
+
+def test_memories_are_listed_and_one_is_deleted(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--memory", "one", "--theta", "0.3")
+    run(env, "ingest", str(text_file), "--memory", "two", "--theta", "0.3")
+    assert json.loads(run(env, "memories", "--json").output) == ["one", "two"]
+    kept = stats(env, "--memory", "two")
+    refused = CliRunner().invoke(cli, ["delete", "--memory", "one"], env=env, input="n\n")
+    assert refused.exit_code == 1 and json.loads(run(env, "memories", "--json").output) == [
+        "one",
+        "two",
+    ]
+    deleted = run(env, "delete", "--memory", "one", "--yes")
+    assert deleted.exit_code == 0 and "deleted memory 'one'" in deleted.output
+    assert run(env, "memories").output.split() == ["two"]
+    assert stats(env, "--memory", "two") == kept
+    import sqlite3
+
+    with sqlite3.connect(env["CAM_STORE"]) as conn:
+        for table in ("nodes", "edges", "replicas", "members", "documents", "view_nodes"):
+            rows = conn.execute(f"SELECT COUNT(*) FROM {table} WHERE memory = 'one'").fetchone()
+            assert rows == (0,), table
+    again = CliRunner().invoke(cli, ["delete", "--memory", "one", "--yes"], env=env)
+    assert again.exit_code == 1 and "no memory 'one'" in again.output
