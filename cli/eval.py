@@ -14,14 +14,15 @@ from cam_engine.errors import CamError
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
 
 
-def _ints(text: str, what: str) -> list[int]:
+def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
+    """Comma-separated integers, each at least ``minimum``: sorted, without repeats."""
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise click.BadParameter(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not values or any(v < 0 for v in values):
-        raise click.BadParameter(f"{what} must be non-negative integers, got {text!r}")
-    return values
+    if not values or any(v < minimum for v in values):
+        raise click.BadParameter(f"{what} must be integers >= {minimum}, got {text!r}")
+    return sorted(set(values))
 
 
 class _Bar:
@@ -61,9 +62,13 @@ class _Bar:
     "the adapters only where each question has its own document).",
 )
 @click.option("--budgets", default="500,1000,2000,4000", show_default=True, help="Tokens.")
-@click.option("--limit", type=int, help="Ask only the first N questions.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Ask only the first N questions (HotpotQA-style sets also pool fewer documents).",
+)
 @click.option("--level", help="HotpotQA only: keep questions of this level (e.g. hard).")
-@click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: tokens.")
+@click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: haystack tokens.")
 @click.option("--depths", default="0,25,50,75,100", show_default=True, help="NIAH: percent.")
 @click.option(
     "--out", type=click.Path(path_type=Path), help="Write results.json, table.md and plots here."
@@ -90,7 +95,10 @@ class _Bar:
     type=click.IntRange(min=1),
     help="Context tokens the answering LLM gets.",
 )
-@click.option("--embed-model", help="Embedding model (default: all-MiniLM-L6-v2, bundled).")
+@click.option(
+    "--embed-model",
+    help="Embedding model (default: $CAM_EMBED_MODEL, else all-MiniLM-L6-v2, bundled).",
+)
 @click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
@@ -130,6 +138,7 @@ def eval_command(
     """
     import tempfile
 
+    from cam_engine import Environment
     from cam_engine.bench.stores import CachingEmbedder
     from cam_engine.config import DEFAULT_EMBED_MODEL
     from cam_engine.embed import load_embedder
@@ -148,7 +157,6 @@ def eval_command(
 
     answerer = None
     if llm is not None:
-        from cam_engine import Environment
         from cam_engine.cli.options import chat_for
         from cam_engine.llm.tasks import ChatAnswerer
 
@@ -157,24 +165,32 @@ def eval_command(
     try:
         if kind == "niah":
             evalset = niah_set(
-                path, lengths=_ints(lengths, "--lengths"), depths=_ints(depths, "--depths")
+                path,
+                lengths=_ints(lengths, "--lengths", minimum=1),
+                depths=_ints(depths, "--depths"),
             )
         else:
             options = {"level": level} if level else {}
             evalset = load(kind, path, limit, **options)
         if limit is not None:
             evalset.questions = evalset.questions[:limit]
+        if not evalset.questions:
+            detail = f" of level {level!r}" if level else ""
+            raise click.ClickException(f"{path}: no questions{detail} to ask")
+        if out is not None and out.exists() and not out.is_dir():
+            raise click.ClickException(f"--out {out}: exists and is not a folder")
         pooled = list(scope_of(evalset)) == ["pool"]
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
-        embedder = CachingEmbedder(load_embedder(embed_model or DEFAULT_EMBED_MODEL))
+        model = embed_model or Environment.from_env().embed_model or DEFAULT_EMBED_MODEL
+        embedder = CachingEmbedder(load_embedder(model))
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
             run = run_eval(
                 evalset,
                 embedder=embedder,
                 workdir=out or Path(scratch),
                 strategies=names,
-                budgets=_ints(budgets, "--budgets"),
+                budgets=_ints(budgets, "--budgets", minimum=1),
                 rule="substring" if kind == "niah" else DEFAULT_RULE,
                 top_k=top_k,
                 answerer=answerer,

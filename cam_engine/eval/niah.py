@@ -50,6 +50,7 @@ def haystack_paragraphs(folder: Path, tokens: int) -> list[str]:
     paragraphs: list[str] = []
     total = 0
     while True:
+        before = len(paragraphs)
         for path in files:
             sentences = _SENTENCE_END.split(" ".join(path.read_text(encoding="utf-8").split()))
             current: list[str] = []
@@ -61,6 +62,11 @@ def haystack_paragraphs(folder: Path, tokens: int) -> list[str]:
                     current = []
                     if total >= tokens:
                         return paragraphs
+        if len(paragraphs) == before:  # every essay shorter than one paragraph: no progress
+            raise InputError(
+                f"{folder}: the essays are too short to build a haystack (each needs at "
+                f"least {PARAGRAPH_WORDS} words)"
+            )
 
 
 def niah_set(

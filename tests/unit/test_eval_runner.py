@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
+from cam_engine.errors import InputError
 from cam_engine.eval.dataset import EvalDocument, EvalQuestion, EvalSet, GoldItem, write_jsonl
 from cam_engine.eval.niah import needle_sentence, niah_set
 from cam_engine.eval.runner import markdown_table, run_eval, scope_of, write_outputs
@@ -191,3 +192,31 @@ def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_
     summary = run.answer_summary()
     assert [row["strategy"] for row in summary] == ["bm25", "cam-global"]
     assert "em" in answer_table(run) and "rouge_l" in answer_table(run)
+
+
+def test_cam_eval_options_are_checked_before_any_work(essays: Path, tmp_path: Path) -> None:
+    data = tmp_path / "own.jsonl"
+    write_jsonl(essays_set(essays, pooled=True), data)
+    env = {"CAM_EMBED_MODEL": "hashing:64"}
+    base = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-global"]
+    zero = CliRunner().invoke(cli, [*base, "--limit", "0"], env=env)
+    assert zero.exit_code == 2 and "--limit" in zero.output
+    budget = CliRunner().invoke(cli, [*base, "--budgets", "0,500"], env=env)
+    assert budget.exit_code == 2 and "--budgets must be integers >= 1" in budget.output
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    out = CliRunner().invoke(cli, [*base, "--out", str(afile)], env=env)
+    assert out.exit_code == 1 and "exists and is not a folder" in out.output
+    assert "Traceback" not in out.output
+    # budgets are sorted and deduplicated; CAM_EMBED_MODEL picks the model, as for ingest
+    ran = CliRunner().invoke(cli, [*base, "--budgets", "1000,,200,1000", "--json"], env=env)
+    assert ran.exit_code == 0, ran.output
+    summary = json.loads(ran.output)
+    assert summary["budgets"] == [200, 1000]
+    assert summary["build"]["settings"]["embed_model"] == "hashing:64"
+
+
+def test_niah_refuses_essays_too_short_for_a_haystack(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("Just a short essay.")
+    with pytest.raises(InputError, match="too short to build a haystack"):
+        niah_set(tmp_path, lengths=[1000], depths=[0])
