@@ -12,11 +12,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cam_engine.errors import ConfigError
 
 DEFAULT_MEMORY = "default"
+N = TypeVar("N", int, float)
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 # Memory names end up in file names, Neo4j property values and index names: keep them plain.
 MEMORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
@@ -88,6 +89,16 @@ class Settings:
         ]
 
 
+def _number(env: dict[str, str], name: str, kind: type[N]) -> N | None:
+    text = env.get(name)
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {text!r}") from None
+
+
 def _check_int(name: str, value: int, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
@@ -122,6 +133,8 @@ class Environment:
     neo4j_password: str | None = None
     neo4j_database: str | None = None
     neo4j_browser_url: str | None = None
+    llm_timeout: float | None = None  # seconds per chat request (client default 60)
+    llm_max_retries: int | None = None  # retries of a failed chat request (client default 4)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
@@ -138,6 +151,8 @@ class Environment:
             neo4j_password=env.get("CAM_NEO4J_PASSWORD") or None,
             neo4j_database=env.get("CAM_NEO4J_DATABASE") or None,
             neo4j_browser_url=env.get("CAM_NEO4J_BROWSER_URL") or None,
+            llm_timeout=_number(env, "CAM_LLM_TIMEOUT", float),
+            llm_max_retries=_number(env, "CAM_LLM_MAX_RETRIES", int),
         )
 
     def __repr__(self) -> str:  # never print the key

@@ -469,7 +469,6 @@ class Memory:
             partial_documents=partial,
             memory=self.store.memory,
             store=self.store.location,
-            summarizer=self.summarizer.backend,
             settings=self.settings.to_dict(),
         )
         return data

@@ -206,7 +206,8 @@ def ask(
     click.echo(f"answer ({result.backend}): {result.answer or '(no sentence matched)'}")
     click.echo(
         f"\nevidence ({len(result.evidence)} nodes, {result.retrieval.strategy}, "
-        f"{plural(len(result.retrieval.turns), 'turn')}: {result.retrieval.stop}):"
+        f"{plural(len(result.retrieval.turns), 'turn')}"
+        f"{': ' + result.retrieval.stop if result.retrieval.stop else ''}):"
     )
     for e in result.evidence:
         where = f"{e.document} #{e.position:g}" if e.document is not None else "-"

@@ -226,6 +226,7 @@ def ingest(
         llm_concurrency=llm_concurrency,
         create=bool(paths),  # --rebuild or --view alone work on a memory that exists
     )
+    _warn_of_mixed_summaries(memory)
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
     committed = [0]  # chunks added by the batches committed so far
 
@@ -290,6 +291,19 @@ def ingest(
         sys.exit(130)
     if failed:
         sys.exit(1)
+
+
+def _warn_of_mixed_summaries(memory: Memory) -> None:
+    """The summarizer is chosen per command, not stored with the memory: say so before
+    an ingest or a rebuild writes summaries by another backend than those already there."""
+    others = {b for b in memory.stats()["summaries_by_backend"] if b} - {memory.summarizer.backend}
+    if others:
+        by = ", ".join(sorted(others))
+        click.echo(
+            f"warning: memory {memory.store.memory!r} has summaries by {by}; summaries "
+            f"written now will be by {memory.summarizer.backend} (--summarizer)",
+            err=True,
+        )
 
 
 def _ingest_line(result: IngestReport, memory: Memory) -> str:

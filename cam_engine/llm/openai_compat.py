@@ -95,6 +95,12 @@ class OpenAICompatibleChat:
                 f"{' and '.join(missing)} must be set to use a chat model "
                 "(e.g. CAM_LLM_BASE_URL=http://localhost:8000/v1 CAM_LLM_MODEL=<model>)"
             )
+        # CAM_LLM_TIMEOUT / CAM_LLM_MAX_RETRIES: a slow local model needs a longer wait
+        # and fewer retries than a hosted API; options given in code win.
+        if env.llm_timeout is not None:
+            options.setdefault("timeout", env.llm_timeout)
+        if env.llm_max_retries is not None:
+            options.setdefault("max_retries", env.llm_max_retries)
         return cls(base_url, model, env.llm_api_key, **options)
 
     @property

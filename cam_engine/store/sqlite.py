@@ -57,6 +57,11 @@ class _VectorIndex:
         return self._ids, self._matrix
 
 
+# How long a writer waits for another's batch to commit. A batch keeps the write lock
+# while its summaries are written, which with an LLM can take a while.
+BUSY_TIMEOUT_S = 30.0
+
+
 class _Closed:
     """Stands in for the connection of a closed store."""
 
@@ -70,12 +75,15 @@ class _Closed:
 class SqliteStore:
     remote = False  # in-process: a read costs microseconds
 
-    def __init__(self, path: Path, memory: str) -> None:
+    def __init__(self, path: Path, memory: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self._memory = validate_memory_name(memory)
         self._path = path
+        self._busy_timeout = busy_timeout
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
+            )
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
@@ -108,7 +116,16 @@ class SqliteStore:
     def transaction(self) -> Iterator[None]:
         if self._in_transaction:
             raise StoreError("nested transactions are not supported")
-        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise StoreError(f"SQLite store {self._path}: {exc}") from exc
+            raise StoreError(
+                f"SQLite store {self._path} is busy: another process is writing to it (an "
+                f"ingest holds the lock for a whole batch); waited {self._busy_timeout:g} s, try "
+                "again when it is done"
+            ) from exc
         self._in_transaction = True
         try:
             yield

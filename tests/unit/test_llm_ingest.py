@@ -12,7 +12,7 @@ from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
 from tests.conftest import shared_file
-from tests.support.chat_server import ChatServer, Fault, Reply
+from tests.support.chat_server import ChatServer, Delay, Fault, Reply
 
 EMBEDDER = HashingEmbedder(64)
 SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.3, chunk_tokens=60)
@@ -103,3 +103,32 @@ def test_ask_through_an_llm_endpoint(tmp_path: Path) -> None:
     assert data["backend"] == "openai:scripted"
     assert data["llm_calls"] == calls >= 2 and data["prompt_tokens"] > 0
     assert data["evidence"] and data["turns"][0]
+
+
+def test_a_failing_batch_sends_no_more_calls_and_mixing_backends_is_warned(
+    tmp_path: Path,
+) -> None:
+    text_file = tmp_path / "gap.txt"
+    text_file.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:6000])
+    store = str(tmp_path / "cli.db")
+    env = {"CAM_STORE": store, "CAM_EMBED_MODEL": EMBEDDER.name, "CAM_LLM_MAX_RETRIES": "0"}
+    args = ["ingest", str(text_file), "--theta", "0.3", "--chunk-tokens", "60"]
+    first = CliRunner().invoke(cli, args, env=env)
+    assert first.exit_code == 0
+    stats = json.loads(CliRunner().invoke(cli, ["stats", "--json"], env=env).output)
+    clusters = sum(row["nodes"] for row in stats["levels"][1:])
+    # Each call is held a moment, then fails for good (no retries).
+    with ChatServer(default=Delay(0.3, then=Fault(500, body="down"))) as failing:
+        env |= {"CAM_LLM_BASE_URL": failing.base_url, "CAM_LLM_MODEL": "scripted"}
+        args = ["ingest", "--rebuild", "--summarizer", "openai", "--llm-concurrency", "2"]
+        rebuilt = CliRunner().invoke(cli, args, env=env)
+        sent = len(failing.requests)
+    assert rebuilt.exit_code == 1
+    # the calls in flight when the first failed, at most one more per worker: not the
+    # whole batch
+    assert sent <= 4 < clusters
+    assert "has summaries by extractive; summaries written now will be by openai:scripted" in (
+        rebuilt.output
+    )
+    after = json.loads(CliRunner().invoke(cli, ["stats", "--json"], env=env).output)
+    assert after == stats  # the rebuild was rolled back whole

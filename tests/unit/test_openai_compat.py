@@ -354,3 +354,21 @@ def test_invalid_call_arguments(sleep: FakeSleep) -> None:
         chat.complete([], max_tokens=5)
     with pytest.raises(ConfigError):
         chat.complete(MESSAGES, max_tokens=0)
+
+
+def test_timeout_and_retries_come_from_the_environment(server: ChatServer) -> None:
+    env = Environment.from_env(
+        {
+            "CAM_LLM_BASE_URL": server.base_url,
+            "CAM_LLM_MODEL": MODEL,
+            "CAM_LLM_TIMEOUT": str(TIMEOUT),
+            "CAM_LLM_MAX_RETRIES": "1",
+        }
+    )
+    server.add(Delay(5.0), Delay(5.0), "never reached")
+    chat = OpenAICompatibleChat.from_environment(env, sleep=FakeSleep())
+    with pytest.raises(LLMError, match=f"timed out after {TIMEOUT:g} s"):
+        chat.complete(MESSAGES, max_tokens=5)
+    assert len(server.requests) == 2  # one try and one retry
+    with pytest.raises(ConfigError, match="CAM_LLM_TIMEOUT must be a number, got 'soon'"):
+        Environment.from_env({"CAM_LLM_TIMEOUT": "soon"})

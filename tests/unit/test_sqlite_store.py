@@ -1,4 +1,4 @@
-"""A store written by an older version opens with its data intact and the new schema."""
+"""The SQLite store on its own: upgrades of older files, and two writers at once."""
 
 from __future__ import annotations
 
@@ -35,3 +35,25 @@ def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path
         store.close()
     # Opening again applies nothing twice.
     assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
+
+
+def test_a_busy_store_is_one_clear_error_and_the_writer_keeps_going(tmp_path: Path) -> None:
+    from cam_engine.errors import StoreError
+
+    writer = SqliteStore(tmp_path / "m.db", "a")
+    waiting = SqliteStore(tmp_path / "m.db", "b", busy_timeout=0.2)
+    try:
+        with writer.transaction():
+            writer.upsert_document(DocumentRecord("d", "d.txt", None, 1))
+            try:
+                with waiting.transaction():
+                    raise AssertionError("a second writer got the lock")
+            except StoreError as exc:
+                assert "is busy" in str(exc) and "\n" not in str(exc)
+            assert waiting.documents() == []  # readers are not blocked (WAL)
+        with waiting.transaction():  # once the batch commits, the other writer goes on
+            waiting.upsert_document(DocumentRecord("e", "e.txt", None, 1))
+        assert [d.id for d in writer.documents()] == ["d"]
+    finally:
+        writer.close()
+        waiting.close()
