@@ -151,6 +151,11 @@ class Memory:
             graph = open_store(store or env.store, name, env, create=create)
         else:
             graph = store
+        # Settings that leave the model at its default take it from the embedder given,
+        # else from CAM_EMBED_MODEL, for a new memory and when compared with a stored one.
+        model = embedder.name if embedder is not None else env.embed_model
+        if settings is not None and model and settings.embed_model == DEFAULT_EMBED_MODEL:
+            settings = replace(settings, embed_model=model)
         stored = graph.load_settings()
         if stored is None and not create:
             others = graph.memories()
@@ -168,13 +173,8 @@ class Memory:
                     "use its settings, or pick another --memory"
                 )
             settings = existing
-        else:
-            # A new memory takes its model from the embedder given, else from
-            # CAM_EMBED_MODEL, unless the settings name one themselves.
-            model = embedder.name if embedder is not None else env.embed_model
-            settings = settings or Settings()
-            if model and settings.embed_model == DEFAULT_EMBED_MODEL:
-                settings = replace(settings, embed_model=model)
+        elif settings is None:
+            settings = Settings(embed_model=model) if model else Settings()
         try:
             return cls(
                 graph,

@@ -177,8 +177,13 @@ def eval_command(
         if not evalset.questions:
             detail = f" of level {level!r}" if level else ""
             raise click.ClickException(f"{path}: no questions{detail} to ask")
-        if out is not None and out.exists() and not out.is_dir():
-            raise click.ClickException(f"--out {out}: exists and is not a folder")
+        if out is not None:
+            try:
+                out.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise click.ClickException(
+                    f"--out {out}: cannot make it a folder ({exc.strerror})"
+                ) from exc
         pooled = list(scope_of(evalset)) == ["pool"]
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
 from cam_engine.types import CHUNK
 
 
@@ -38,7 +38,7 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     backends = ", ".join(f"{n} by {b}" for b, n in data["summaries_by_backend"].items())
     click.echo(f"summaries: {backends or 'none yet'}")
     views = "; ".join(
-        f"{view} ({', '.join(f'{n} {kind}s' for kind, n in kinds.items())})"
+        f"{view} ({', '.join(plural(n, kind) for kind, n in kinds.items())})"
         for view, kinds in data.get("views", {}).items()
     )
     click.echo(f"views: {views or 'none (cam ingest --view readagent|gam)'}")

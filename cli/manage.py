@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cam_engine import Environment
-from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory
+from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
 from cam_engine.errors import CamError
 from cam_engine.memory import memories_in
 
@@ -42,7 +42,7 @@ def delete(store: str | None, memory_name: str | None, yes: bool) -> None:
     with memory:
         documents = len(memory.store.documents())
         if not yes and not click.confirm(
-            f"delete memory {name!r} ({documents} documents) from {where}?", err=True
+            f"delete memory {name!r} ({plural(documents, 'document')}) from {where}?", err=True
         ):
             raise click.Abort()
         try:

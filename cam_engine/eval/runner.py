@@ -266,7 +266,8 @@ def run_eval(
     try:
         total = len(evalset.questions)
         for done, question in enumerate(evalset.questions, start=1):
-            scope = built[by_doc[question.doc_ids[0]]] if len(scopes) > 1 else built["pool"]
+            # One memory per document, or one pooled memory ("pool") for them all.
+            scope = built["pool"] if "pool" in built else built[by_doc[question.doc_ids[0]]]
             vector = embedder.embed([question.question])[0]
             for strategy in strategies:
                 result, ranked = _score(scope, question, vector, strategy, budgets, rule)

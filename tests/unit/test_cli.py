@@ -272,6 +272,7 @@ def test_memories_are_listed_and_one_is_deleted(env: dict[str, str], text_file: 
     assert json.loads(run(env, "memories", "--json").output) == ["one", "two"]
     kept = stats(env, "--memory", "two")
     refused = CliRunner().invoke(cli, ["delete", "--memory", "one"], env=env, input="n\n")
+    assert "delete memory 'one' (1 document) from" in refused.output
     assert refused.exit_code == 1 and json.loads(run(env, "memories", "--json").output) == [
         "one",
         "two",

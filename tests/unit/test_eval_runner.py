@@ -206,7 +206,9 @@ def test_cam_eval_options_are_checked_before_any_work(essays: Path, tmp_path: Pa
     afile = tmp_path / "afile"
     afile.write_text("")
     out = CliRunner().invoke(cli, [*base, "--out", str(afile)], env=env)
-    assert out.exit_code == 1 and "exists and is not a folder" in out.output
+    assert out.exit_code == 1 and "cannot make it a folder" in out.output
+    below = CliRunner().invoke(cli, [*base, "--out", str(afile / "sub")], env=env)
+    assert below.exit_code == 1 and "cannot make it a folder" in below.output
     assert "Traceback" not in out.output
     # budgets are sorted and deduplicated; CAM_EMBED_MODEL picks the model, as for ingest
     ran = CliRunner().invoke(cli, [*base, "--budgets", "1000,,200,1000", "--json"], env=env)
@@ -220,3 +222,13 @@ def test_niah_refuses_essays_too_short_for_a_haystack(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("Just a short essay.")
     with pytest.raises(InputError, match="too short to build a haystack"):
         niah_set(tmp_path, lengths=[1000], depths=[0])
+
+
+def test_cam_eval_on_a_single_document_of_its_own(essays: Path, tmp_path: Path) -> None:
+    # Every question has its own document and only one is used: one per-document memory.
+    data = tmp_path / "own.jsonl"
+    write_jsonl(essays_set(essays, pooled=False), data)
+    args = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-global", "--limit", "1"]
+    ran = CliRunner().invoke(cli, [*args, "--json"], env={"CAM_EMBED_MODEL": "hashing:64"})
+    assert ran.exit_code == 0, ran.output
+    assert json.loads(ran.output)["questions"] == 1

@@ -50,6 +50,11 @@ def test_a_new_memory_takes_its_model_from_the_embedder_given(tmp_path: Path) ->
         tmp_path / "m.db", "m", settings=settings, embedder=EMBEDDER, environment=NO_ENV
     ) as memory:
         assert memory.settings.embed_model == EMBEDDER.name and memory.settings.theta == 0.4
+    # Reopening with the same settings (the model again left at its default) is no conflict.
+    with Memory.open(
+        tmp_path / "m.db", "m", settings=settings, embedder=EMBEDDER, environment=NO_ENV
+    ) as memory:
+        assert memory.settings.theta == 0.4
     named = Settings(embed_model="other-model")
     with pytest.raises(ConfigError, match="vectors of two models cannot be mixed"):
         Memory.open(tmp_path / "n.db", "m", settings=named, embedder=EMBEDDER, environment=NO_ENV)
