@@ -407,9 +407,12 @@ class Memory:
         for c in new:
             by_doc.setdefault(c.doc_id, {})[c.position] = c
         for doc_id, at in by_doc.items():
-            if self.store.get_document(doc_id) is None:
+            known = self.store.get_document(doc_id)
+            # Only positions the document already has can clash (not those appended now).
+            taken = [p for p in at if known is not None and p < known.chunks]
+            if not taken:
                 continue
-            for old in self.store.chunks_near(doc_id, at):
+            for old in self.store.chunks_near(doc_id, taken):
                 position = int(old.position or 0)
                 if old.id != at[position].id:
                     raise InputError(
