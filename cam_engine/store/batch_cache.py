@@ -20,7 +20,7 @@ has never seen cannot leave a stale copy behind.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from cam_engine.store.base import GraphStore
@@ -82,14 +82,9 @@ class BatchCache:
 
     # --- nodes ------------------------------------------------------------------------------
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
-        wanted = list(dict.fromkeys(ids))
         if embeddings:  # vectors are not cached: only the chunk pool asks, once a batch
-            return self._store.get_nodes(wanted, embeddings=True)
-        missing = [i for i in wanted if i not in self._nodes]
-        if missing:
-            found = self._store.get_nodes(missing)
-            for node_id in missing:
-                self._nodes[node_id] = found.get(node_id)
+            return self._store.get_nodes(list(dict.fromkeys(ids)), embeddings=True)
+        wanted = _read_through(self._nodes, ids, self._store.get_nodes, lambda: None)
         return {i: node for i in wanted if (node := self._nodes[i]) is not None}
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
@@ -120,12 +115,8 @@ class BatchCache:
 
     # --- edges ------------------------------------------------------------------------------
     def neighbours(self, ids: Iterable[str]) -> dict[str, dict[str, float]]:
-        wanted = list(dict.fromkeys(ids))
-        missing = [i for i in wanted if i not in self._adjacency]
-        if missing:
-            self._adjacency.update(self._store.neighbours(missing))
-            for node_id in missing:  # a store may leave out ids without edges
-                self._adjacency.setdefault(node_id, {})
+        # A store may leave out ids without edges: they are cached as empty.
+        wanted = _read_through(self._adjacency, ids, self._store.neighbours, dict)
         return {i: dict(self._adjacency[i]) for i in wanted}
 
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
@@ -160,12 +151,7 @@ class BatchCache:
         return result
 
     def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
-        wanted = list(dict.fromkeys(ids))
-        missing = [i for i in wanted if i not in self._replicas]
-        if missing:
-            read = self._store.replicas_by_id(missing)
-            for replica_id in missing:
-                self._replicas[replica_id] = read.get(replica_id)
+        wanted = _read_through(self._replicas, ids, self._store.replicas_by_id, lambda: None)
         return {i: r for i in wanted if (r := self._replicas[i]) is not None}
 
     def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
@@ -221,21 +207,11 @@ class BatchCache:
 
     # --- hierarchy ----------------------------------------------------------------------------
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
-        wanted = list(dict.fromkeys(summary_ids))
-        missing = [i for i in wanted if i not in self._members]
-        if missing:
-            read = self._store.members_of(missing)
-            for summary in missing:
-                self._members[summary] = set(read.get(summary, set()))
+        wanted = _read_through(self._members, summary_ids, self._store.members_of, set)
         return {i: set(self._members[i]) for i in wanted if self._members[i]}
 
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
-        wanted = list(dict.fromkeys(node_ids))
-        missing = [i for i in wanted if i not in self._parents]
-        if missing:
-            read = self._store.parents_of(missing)
-            for node_id in missing:
-                self._parents[node_id] = set(read.get(node_id, set()))
+        wanted = _read_through(self._parents, node_ids, self._store.parents_of, set)
         return {i: set(self._parents[i]) for i in wanted if self._parents[i]}
 
     def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
@@ -260,3 +236,21 @@ class BatchCache:
     def clear(self, keep_chunks: bool) -> None:
         self._store.clear(keep_chunks)
         self._reset()
+
+
+def _read_through(
+    cache: dict[str, Any],
+    keys: Iterable[str],
+    read: Callable[[list[str]], Mapping[str, Any]],
+    empty: Callable[[], Any],
+) -> list[str]:
+    """The keys asked for, in order and without repeats, once ``cache`` holds each: the
+    ones it lacked are read in one store call, and a key the store does not return is
+    cached as ``empty()`` (known to have nothing)."""
+    wanted = list(dict.fromkeys(keys))
+    missing = [k for k in wanted if k not in cache]
+    if missing:
+        found = read(missing)
+        for k in missing:
+            cache[k] = found.get(k, empty())
+    return wanted
