@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from cam_engine.engine.builder import summary_id
+from cam_engine.engine.builder import COVER, TOP_SIZE, summary_id
 from cam_engine.graph.ego_split import ego_components
 from cam_engine.store.base import GraphStore
 
@@ -13,7 +13,11 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
     stats = store.stats()
     levels = [row["level"] for row in stats["levels"]]
     top = max(levels, default=0)
-    for level in levels:
+    # Levels made of covering nodes (groups of roots) sit above the clustered ones.
+    covering = [lv for lv in levels if all(n.props.get(COVER) for n in store.nodes_at_level(lv))]
+    clustered = [lv for lv in levels if lv not in covering]
+    assert covering == list(range(max(clustered) + 1, top + 1)), "covering levels on top"
+    for level in clustered:
         nodes = {n.id: n for n in store.nodes_at_level(level)}
         adjacency = store.neighbours(nodes)
         replicas = store.replicas_of(nodes)
@@ -32,7 +36,9 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
         assert set(nodes) <= {n for members in clusters.values() for n in members}
         for label, members in clusters.items():
             assert len(members) <= max_cluster_size, f"cluster {label} has {len(members)} nodes"
-        if level < top:
+        # A cluster of one member has no summary: it would be a copy of its member.
+        clusters = {label: ms for label, ms in clusters.items() if len(ms) > 1}
+        if level < max(clustered):
             # Each cluster is one summary of the next level with exactly its members.
             summaries = {n.id for n in store.nodes_at_level(level + 1)}
             assert summaries == {summary_id(label) for label in clusters}
@@ -49,10 +55,29 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
             upper = store.neighbours(summaries)
             links = {tuple(sorted((s, t))) for s, nbrs in upper.items() for t in nbrs}
             assert links == expected_links, f"links of level {level + 1}"
-    # No summary without members, and every member exists.
+    # Every summary has two or more members, and every member exists.
     for level in levels[1:]:
         summaries = [n.id for n in store.nodes_at_level(level)]
         stored = store.members_of(summaries)
         for sid in summaries:
-            assert stored.get(sid), f"summary {sid} has no members"
+            assert len(stored.get(sid, ())) >= 2, f"summary {sid} has fewer than two members"
             assert store.existing_ids(stored[sid]) == stored[sid]
+    check_top(store)
+
+
+def check_top(store: GraphStore) -> None:
+    """The top level is small, only it has nodes without a parent, and every node is
+    reachable from it (what ``traverse`` relies on)."""
+    levels = store.levels()
+    if not levels:
+        return
+    top = [n.id for n in store.nodes_at_level(max(levels))]
+    assert len(top) <= TOP_SIZE, f"{len(top)} nodes at the top level"
+    assert {n.id for n in store.root_nodes()} == set(top), "roots below the top level"
+    seen, frontier = set(top), set(top)
+    while frontier:
+        children = store.members_of(frontier)
+        frontier = {c for cs in children.values() for c in cs} - seen
+        seen |= frontier
+    everything = {n.id for lv in levels for n in store.nodes_at_level(lv)}
+    assert seen == everything, f"{len(everything - seen)} nodes unreachable from the top"

@@ -16,9 +16,11 @@ Everything runs inside one store transaction opened by the caller.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.ego_split import replica_edges, resplit
+from cam_engine.graph.hierarchy import absorb_singletons, group_roots
 from cam_engine.graph.propagation import propagate
 from cam_engine.graph.similarity import Located, expand, window_radius
 from cam_engine.graph.split import split_cluster
@@ -38,6 +41,13 @@ logger = logging.getLogger(__name__)
 
 EdgeKey = tuple[str, str]
 _WEIGHT_EPSILON = 1e-9
+# A level is built only when its clusters are at most this share of the nodes below:
+# a level that barely shrinks adds summaries that mostly restate their members.
+MIN_SHRINK = 0.75
+# The covering top level has at most this many nodes (more roots get more levels).
+TOP_SIZE = 10
+# Marks a node of the covering top levels (props): it groups roots, not a cluster.
+COVER = "cover"
 
 
 def summary_id(label: str) -> str:
@@ -132,9 +142,13 @@ class MemoryBuilder:
             edges = self._expand(chunks, pool)
             self.store.upsert_edges(edges)
         report.edges_added = len(edges)
+        with self.clock.phase("summaries"):
+            cover = self._take_cover()
         change = LevelChange(0, added={c.id for c in chunks}, changed_edges={e.key for e in edges})
         while change:
             change = self._update_level(change, report)
+        with self.clock.phase("summaries"):
+            self._build_cover(cover, report)
 
     def _candidates(self, chunks: Sequence[Node], *, stored: bool) -> list[Node]:
         """Older chunks worth scoring against the new ones: each new chunk's vector
@@ -218,10 +232,11 @@ class MemoryBuilder:
                 touched.update((old_label, new_label))
             lrep.replicas_touched += len(result.changed)
             lrep.clusters_split, touched = self._split_clusters(level, touched)
+            lrep.singletons_absorbed, touched = self._absorb_singletons(touched)
             touched = self._keep_cluster_identity(level, touched)
 
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
-        if level + 1 > self.settings.max_levels or n_clusters >= n_nodes:
+        if level + 1 > self.settings.max_levels or n_clusters > MIN_SHRINK * n_nodes:
             # This level is the top: whatever was built above it no longer belongs.
             self._drop_levels_above(level)
             return LevelChange(level + 1)
@@ -301,6 +316,41 @@ class MemoryBuilder:
             touched.update(new_labels)
         return splits, touched
 
+    def _absorb_singletons(self, labels: set[str]) -> tuple[int, set[str]]:
+        """Move each replica alone in a cluster among ``labels`` into the neighbouring
+        cluster it is most tied to, where there is room (``graph.hierarchy``).
+
+        Returns the number moved and every label now touched (the receiving ones too).
+        """
+        by_label: dict[str, list[Replica]] = {}
+        for r in self.store.replicas_with_labels(labels):
+            by_label.setdefault(r.label, []).append(r)
+        singles = [rs[0] for rs in by_label.values() if len(rs) == 1]
+        if not singles:
+            return 0, labels
+        graph = ReplicaGraph(self.store)  # fresh: labels as stored after the splits
+        edges = graph.edges_of(singles)
+        partners = sorted({p for nbrs in edges.values() for p in nbrs})
+        current = graph.labels(partners) | {r.id: r.label for r in singles}
+        sizes = self.store.label_sizes(set(current.values()))
+        moved = absorb_singletons(
+            [r.id for r in singles],
+            edges,
+            current,
+            sizes,
+            max_size=self.settings.max_cluster_size,
+        )
+        if not moved:
+            return 0, labels
+        self.store.upsert_replicas(
+            [
+                Replica(r.id, r.node_id, r.level, moved[r.id], r.members)
+                for r in singles
+                if r.id in moved
+            ]
+        )
+        return len(moved), labels | set(moved.values())
+
     def _keep_cluster_identity(self, level: int, labels: set[str]) -> set[str]:
         """Give a cluster born in this batch the label of a cluster that vanished in it
         when they share most members (Jaccard >= 1/2), best match first.
@@ -357,6 +407,9 @@ class MemoryBuilder:
         members: dict[str, set[str]] = {}
         for r in store.replicas_with_labels(touched):
             members.setdefault(summary_id(r.label), set()).add(r.node_id)
+        # A cluster of one member gets no summary: it would be a copy of its member,
+        # which stays a root where it is (the covering top level picks it up).
+        members = {sid: ms for sid, ms in members.items() if len(ms) > 1}
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
         existing = store.existing_ids(candidates)
@@ -393,15 +446,26 @@ class MemoryBuilder:
     ) -> None:
         store = self.store
         children = store.get_nodes({m for sid in ids for m in members[sid]})
-        groups = [
-            sorted(
-                (children[m] for m in members[sid] if m in children),
-                key=lambda n: (n.doc_id or "", n.position or 0.0, n.id),
-            )
-            for sid in ids
+        groups = [[children[m] for m in members[sid] if m in children] for sid in ids]
+        store.upsert_nodes(self._summary_nodes(level, ids, groups, report))
+        store.set_members({sid: members[sid] for sid in ids}, level)
+
+    def _summary_nodes(
+        self,
+        level: int,
+        ids: list[str],
+        groups: list[list[Node]],
+        report: BatchReport,
+        props: dict[str, Any] | None = None,
+    ) -> list[Node]:
+        """Summarize and embed each group (members in reading order) as node ``ids[i]``."""
+        ordered_groups = [
+            sorted(group, key=lambda n: (n.doc_id or "", n.position or 0.0, n.id))
+            for group in groups
         ]
         nodes: list[Node] = []
-        for sid, ordered, result in zip(ids, groups, self._summarize_all(groups), strict=True):
+        results = self._summarize_all(ordered_groups)
+        for sid, ordered, result in zip(ids, ordered_groups, results, strict=True):
             report.usage += result.usage
             docs = {n.doc_id for n in ordered}
             positions = [n.position for n in ordered if n.position is not None]
@@ -413,15 +477,79 @@ class MemoryBuilder:
                     text=result.text,
                     doc_id=docs.pop() if len(docs) == 1 else None,
                     position=sum(positions) / len(positions) if positions else None,
-                    props={"backend": result.backend, "members": len(ordered)},
+                    props={"backend": result.backend, "members": len(ordered), **(props or {})},
                 )
             )
-        with self.clock.phase("embed"):
-            vectors = self.embedder.embed([n.text for n in nodes])
-        for node, vector in zip(nodes, vectors, strict=True):
-            node.embedding = vector
-        store.upsert_nodes(nodes)
-        store.set_members({sid: members[sid] for sid in ids}, level)
+        if nodes:
+            with self.clock.phase("embed"):
+                vectors = self.embedder.embed([n.text for n in nodes])
+            for node, vector in zip(nodes, vectors, strict=True):
+                node.embedding = vector
+        return nodes
+
+    # --- the covering top level -------------------------------------------------------
+    def _take_cover(self) -> dict[tuple[int, frozenset[str]], Node]:
+        """Remove the covering top levels (rebuilt after the batch), keeping their nodes
+        by (level, members) so an unchanged group keeps its summary without a call."""
+        store = self.store
+        old: dict[tuple[int, frozenset[str]], Node] = {}
+        for level in sorted(store.levels(), reverse=True):
+            ids = [n.id for n in store.nodes_at_level(level) if n.props.get(COVER)]
+            if not ids:
+                break
+            members = store.members_of(ids)
+            for node in store.get_nodes(ids, embeddings=True).values():
+                old[(level, frozenset(members.get(node.id, ())))] = node
+        if old:
+            store.delete_nodes([n.id for n in old.values()])
+        return old
+
+    def _build_cover(
+        self, old: dict[tuple[int, frozenset[str]], Node], report: BatchReport
+    ) -> None:
+        """Group the roots (nodes without a parent) into covering levels until one level
+        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``)."""
+        s = self.settings
+        roots = self.store.root_nodes(embeddings=True)
+        if s.max_levels == 0 or not roots:
+            return
+        level = max(n.level for n in roots)
+        while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
+            vectors = np.stack([_embedding(n) for n in roots])
+            groups = group_roots(
+                vectors,
+                [n.doc_id for n in roots],
+                [n.position for n in roots],
+                groups=max(TOP_SIZE, math.ceil(len(roots) / s.max_cluster_size)),
+                max_size=s.max_cluster_size,
+                alpha=s.alpha,
+            )
+            level += 1
+            roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
+        report.top_nodes = len(roots)
+
+    def _write_cover(
+        self,
+        level: int,
+        groups: list[list[Node]],
+        old: dict[tuple[int, frozenset[str]], Node],
+        report: BatchReport,
+    ) -> list[Node]:
+        pairs: list[tuple[Node, list[Node]]] = []
+        fresh: list[list[Node]] = []
+        for group in groups:
+            node = old.pop((level, frozenset(n.id for n in group)), None)
+            if node is None:
+                fresh.append(group)
+            else:
+                pairs.append((node, group))
+        ids = [summary_id(label) for label in self.store.allocate_labels(level - 1, len(fresh))]
+        written = self._summary_nodes(level, ids, fresh, report, {COVER: True})
+        report.top_summaries_written += len(written)
+        pairs.extend(zip(written, fresh, strict=True))
+        self.store.upsert_nodes([node for node, _ in pairs])
+        self.store.set_members({node.id: {m.id for m in g} for node, g in pairs}, level)
+        return [node for node, _ in pairs]
 
     def _summarize_all(self, groups: list[list[Node]]) -> list[SummaryResult]:
         """Summaries of independent clusters; an LLM backend gets up to
@@ -478,6 +606,11 @@ class MemoryBuilder:
         store.upsert_edges(upserts)
         store.delete_edges(deletes)
         return changed, reweighted
+
+
+def _embedding(node: Node) -> np.ndarray:
+    assert node.embedding is not None  # every node is embedded before it is stored
+    return node.embedding
 
 
 def _located(node: Node) -> Located:

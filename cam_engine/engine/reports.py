@@ -16,6 +16,7 @@ class LevelReport:
     propagation_rounds: int = 0
     propagation_capped: bool = False
     clusters_split: int = 0
+    singletons_absorbed: int = 0
     clusters_changed: int = 0
     summaries_written: int = 0
     summaries_removed: int = 0
@@ -34,10 +35,13 @@ class BatchReport:
     seconds: dict[str, float] = field(default_factory=dict)
     chunks_done: int = 0  # of this document so far
     chunks_total: int | None = None  # of this document, when known up front
+    top_nodes: int = 0  # nodes of the top level after the batch (0: one root, no cover)
+    top_summaries_written: int = 0  # covering top-level summaries written anew
 
     @property
     def summaries_written(self) -> int:
-        return sum(level.summaries_written for level in self.levels)
+        written = sum(level.summaries_written for level in self.levels)
+        return written + self.top_summaries_written
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

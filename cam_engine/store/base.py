@@ -35,6 +35,17 @@ class DocumentRecord:
     total: int | None = None  # chunks the whole document makes, when known up front
 
 
+def cluster_shape(sizes: Iterable[tuple[int, int]]) -> dict[str, Any]:
+    """Per-level figures from (distinct members, clusters) pairs: how many clusters of
+    each size, and the share of clusters with one member (which get no summary)."""
+    counts = {int(size): int(n) for size, n in sizes}
+    total = sum(counts.values())
+    return {
+        "cluster_sizes": {str(size): counts[size] for size in sorted(counts)},
+        "single_member_share": counts.get(1, 0) / total if total else 0.0,
+    }
+
+
 class GraphStore(Protocol):
     # True when every call is a network round trip (Neo4j): the engine then reads
     # through a BatchCache within each batch's transaction.
@@ -79,6 +90,11 @@ class GraphStore(Protocol):
         self, level: int | None, vectors: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]: ...
     def count_nodes(self, level: int) -> int: ...
+    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
+        """Nodes of any level that no summary has as a member, by (level, document,
+        position, id): the roots the covering top level groups."""
+        ...
+
     def levels(self) -> list[int]: ...
 
     # --- edges --------------------------------------------------------------------

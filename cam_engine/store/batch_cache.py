@@ -42,6 +42,7 @@ _PASS_THROUGH = frozenset(
         "upsert_document",
         "documents",
         "nodes_at_level",
+        "root_nodes",
         "chunks_near",
         "nearest",
         "count_nodes",

@@ -23,7 +23,7 @@ import numpy as np
 
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
-from cam_engine.store.base import DocumentRecord
+from cam_engine.store.base import DocumentRecord, cluster_shape
 from cam_engine.store.cypher import check_identifier, load_query, statements
 from cam_engine.store.keywords import tokenize
 from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
@@ -278,6 +278,9 @@ class Neo4jStore:
         for row in self._rows("nodes_at_level", level=level, embeddings=embeddings):
             yield _node(row)
 
+    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
+        return [_node(row) for row in self._rows("root_nodes", embeddings=embeddings)]
+
     def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
         rows = self._rows("chunks_near", doc_id=doc_id, positions=sorted(set(positions)))
         return [_node(row) for row in rows]
@@ -524,10 +527,16 @@ class Neo4jStore:
 
     # --- reporting ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
+        sizes = [
+            (int(r["level"]), int(r["size"]), int(r["clusters"]))
+            for r in self._run("stats_cluster_sizes")
+        ]
         levels = [
             {k: int(row[k]) for k in ("level", "nodes", "edges", "replicas", "clusters")}
             for row in self._run("stats")
         ]
+        for row in levels:
+            row.update(cluster_shape([(s, n) for lv, s, n in sizes if lv == row["level"]]))
         memory_wide = self._run("stats_memory")[0]
         backends = {row["backend"]: int(row["summaries"]) for row in self._run("stats_backends")}
         chunks = levels[0]["nodes"] if levels and levels[0]["level"] == 0 else 0

@@ -20,7 +20,7 @@ import numpy as np
 
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
-from cam_engine.store.base import DocumentRecord
+from cam_engine.store.base import DocumentRecord, cluster_shape
 from cam_engine.store.keywords import bm25_top_k
 from cam_engine.store.migrations import migrate
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
@@ -302,6 +302,15 @@ class SqliteStore:
         )
         for row in cursor:
             yield self._node(row, embeddings)
+
+    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
+        rows = self._q(
+            f"SELECT {self._node_columns(embeddings)} FROM nodes n WHERE memory = ? AND NOT "
+            "EXISTS (SELECT 1 FROM members m WHERE m.memory = n.memory AND m.member_id = n.id) "
+            "ORDER BY level, doc_id, position, id",
+            self._memory,
+        )
+        return [self._node(r, embeddings) for r in rows]
 
     def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
         rows = self._q(
@@ -634,6 +643,12 @@ class SqliteStore:
         clusters = self._counts(
             "SELECT level, COUNT(DISTINCT label) FROM replicas WHERE memory = ? GROUP BY level"
         )
+        sizes = self._q(
+            "SELECT level, size, COUNT(*) FROM (SELECT level, label, COUNT(DISTINCT node_id) "
+            "AS size FROM replicas WHERE memory = ? GROUP BY level, label) "
+            "GROUP BY level, size ORDER BY level, size",
+            m,
+        )
         in_two = self._q(
             "SELECT COUNT(*) FROM (SELECT node_id FROM replicas WHERE memory = ? AND level = 0 "
             "GROUP BY node_id HAVING COUNT(DISTINCT label) >= 2)",
@@ -655,6 +670,7 @@ class SqliteStore:
                     "edges": edges.get(lv, 0),
                     "replicas": replicas.get(lv, 0),
                     "clusters": clusters.get(lv, 0),
+                    **cluster_shape([(size, n) for level, size, n in sizes if level == lv]),
                 }
                 for lv in levels
             ],
