@@ -36,8 +36,13 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
         assert set(nodes) <= {n for members in clusters.values() for n in members}
         for label, members in clusters.items():
             assert len(members) <= max_cluster_size, f"cluster {label} has {len(members)} nodes"
-        # A cluster of one member has no summary: it would be a copy of its member.
-        clusters = {label: ms for label, ms in clusters.items() if len(ms) > 1}
+        # A cluster of one member (or of members with one text) has no summary: it
+        # would be a copy of its member.
+        clusters = {
+            label: ms
+            for label, ms in clusters.items()
+            if len({" ".join(nodes[m].text.split()) for m in ms}) > 1
+        }
         if level < max(clustered):
             # Each cluster is one summary of the next level with exactly its members.
             summaries = {n.id for n in store.nodes_at_level(level + 1)}
@@ -79,5 +84,13 @@ def check_top(store: GraphStore) -> None:
         children = store.members_of(frontier)
         frontier = {c for cs in children.values() for c in cs} - seen
         seen |= frontier
-    everything = {n.id for lv in levels for n in store.nodes_at_level(lv)}
+    nodes = [n for lv in levels for n in store.nodes_at_level(lv)]
+    everything = {n.id for n in nodes}
+    # No summary repeats another node's text (chunks may repeat each other: that is
+    # the documents' text, and each is evidence of its own document).
+    texts: dict[str, str] = {}
+    for n in sorted(nodes, key=lambda n: n.level):
+        text = " ".join(n.text.split())
+        assert n.level == 0 or text not in texts, f"{n.id} repeats the text of {texts.get(text)}"
+        texts.setdefault(text, n.id)
     assert seen == everything, f"{len(everything - seen)} nodes unreachable from the top"

@@ -122,6 +122,7 @@ class MemoryBuilder:
         self.settings = settings
         self.clock = clock
         self.replica_graph = ReplicaGraph(store)
+        self._texts: set[str] = set()  # summary texts written in the current batch
 
     # --- level 0 ------------------------------------------------------------------------
     def assimilate(
@@ -133,6 +134,7 @@ class MemoryBuilder:
         search must look past them.
         """
         validate_chunk_nodes(chunks)
+        self._texts = set()
         with self.clock.phase("edges"):
             # Candidates first, while the store holds only older chunks: a top-k then
             # needs no room for the batch's own chunks.
@@ -408,8 +410,15 @@ class MemoryBuilder:
         for r in store.replicas_with_labels(touched):
             members.setdefault(summary_id(r.label), set()).add(r.node_id)
         # A cluster of one member gets no summary: it would be a copy of its member,
-        # which stays a root where it is (the covering top level picks it up).
+        # which stays a root where it is (the covering top level picks it up). Members
+        # that all have one text (a paragraph in two pooled documents) count as one.
         members = {sid: ms for sid, ms in members.items() if len(ms) > 1}
+        texts = store.get_nodes({m for ms in members.values() for m in ms})
+        members = {
+            sid: ms
+            for sid, ms in members.items()
+            if len({_plain(texts[m].text) for m in ms if m in texts}) > 1
+        }
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
         existing = store.existing_ids(candidates)
@@ -458,17 +467,22 @@ class MemoryBuilder:
         report: BatchReport,
         props: dict[str, Any] | None = None,
     ) -> list[Node]:
-        """Summarize and embed each group (members in reading order) as node ``ids[i]``."""
-        ordered_groups = [
+        """Summarize and embed each group (members in reading order) as node ``ids[i]``.
+
+        A summary that repeats another node's text word for word (an extractive summary
+        of a cluster dominated by one member picks that member's sentences) is written
+        again with twice, then four times the word budget: a reader would otherwise be
+        offered the same text twice.
+        """
+        ordered = [
             sorted(group, key=lambda n: (n.doc_id or "", n.position or 0.0, n.id))
             for group in groups
         ]
         nodes: list[Node] = []
-        results = self._summarize_all(ordered_groups)
-        for sid, ordered, result in zip(ids, ordered_groups, results, strict=True):
+        for sid, members, result in zip(ids, ordered, self._summarize_all(ordered), strict=True):
             report.usage += result.usage
-            docs = {n.doc_id for n in ordered}
-            positions = [n.position for n in ordered if n.position is not None]
+            docs = {n.doc_id for n in members}
+            positions = [n.position for n in members if n.position is not None]
             nodes.append(
                 Node(
                     id=sid,
@@ -477,15 +491,51 @@ class MemoryBuilder:
                     text=result.text,
                     doc_id=docs.pop() if len(docs) == 1 else None,
                     position=sum(positions) / len(positions) if positions else None,
-                    props={"backend": result.backend, "members": len(ordered), **(props or {})},
+                    props={"backend": result.backend, "members": len(members), **(props or {})},
                 )
             )
-        if nodes:
-            with self.clock.phase("embed"):
-                vectors = self.embedder.embed([n.text for n in nodes])
-            for node, vector in zip(nodes, vectors, strict=True):
-                node.embedding = vector
+        self._embed(nodes)
+        for factor in (2, 4):
+            repeated = self._repeated(nodes, ordered)
+            for i in repeated:
+                texts = [n.text for n in ordered[i]]
+                words = self.settings.summary_words * factor
+                result = self.summarizer.summarize(texts, max_words=words)
+                report.usage += result.usage
+                report.summaries_rewritten += 1
+                nodes[i].text = result.text
+            self._embed([nodes[i] for i in repeated])
+        self._texts.update(_plain(n.text) for n in nodes)
         return nodes
+
+    def _embed(self, nodes: list[Node]) -> None:
+        if not nodes:
+            return
+        with self.clock.phase("embed"):
+            vectors = self.embedder.embed([n.text for n in nodes])
+        for node, vector in zip(nodes, vectors, strict=True):
+            node.embedding = vector
+
+    def _repeated(self, nodes: list[Node], groups: list[list[Node]]) -> list[int]:
+        """Indexes of ``nodes`` whose text another node has: a member, an earlier one of
+        ``nodes``, a summary written earlier in the batch, or any stored node (found by
+        its identical vector; an index may not see this transaction's writes, hence the
+        batch's own texts)."""
+        if not nodes:
+            return []
+        own = {n.id for n in nodes}
+        hits = self.store.nearest(None, np.stack([_embedding(n) for n in nodes]), 3)
+        same = {hit for row in hits for hit, score in row if score > 1 - 1e-4 and hit not in own}
+        stored = {_plain(n.text) for n in self.store.get_nodes(same).values()}
+        repeated: list[int] = []
+        earlier: set[str] = set()
+        for i, (node, group) in enumerate(zip(nodes, groups, strict=True)):
+            text = _plain(node.text)
+            taken = stored | earlier | self._texts | {_plain(m.text) for m in group}
+            if text in taken:
+                repeated.append(i)
+            earlier.add(text)
+        return repeated
 
     # --- the covering top level -------------------------------------------------------
     def _take_cover(self) -> dict[tuple[int, frozenset[str]], Node]:
@@ -606,6 +656,11 @@ class MemoryBuilder:
         store.upsert_edges(upserts)
         store.delete_edges(deletes)
         return changed, reweighted
+
+
+def _plain(text: str) -> str:
+    """Text compared for repeats: whitespace does not make two texts different."""
+    return " ".join(text.split())
 
 
 def _embedding(node: Node) -> np.ndarray:

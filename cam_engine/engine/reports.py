@@ -37,6 +37,7 @@ class BatchReport:
     chunks_total: int | None = None  # of this document, when known up front
     top_nodes: int = 0  # nodes of the top level after the batch (0: one root, no cover)
     top_summaries_written: int = 0  # covering top-level summaries written anew
+    summaries_rewritten: int = 0  # again, with a larger budget: they repeated a node's text
 
     @property
     def summaries_written(self) -> int:
