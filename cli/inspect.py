@@ -25,12 +25,21 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
             f"  {doc['id']}: {doc['chunks']} of {doc['total']} chunks (interrupted; running "
             "the same ingest again completes it)"
         )
-    click.echo(f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8}")
+    click.echo(
+        f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8} "
+        f"{'single':>6}  cluster sizes (members: clusters)"
+    )
     for row in data["levels"]:
+        sizes = " ".join(f"{size}:{n}" for size, n in row["cluster_sizes"].items())
+        single = f"{row['single_member_share']:.0%}" if sizes else "-"
         click.echo(
             f"{row['level']:>5} {row['nodes']:>7} {row['edges']:>7} "
-            f"{row['clusters']:>8} {row['replicas']:>8}"
+            f"{row['clusters']:>8} {row['replicas']:>8} {single:>6}  {sizes or '-'}"
         )
+    click.echo(
+        "single: share of clusters with one member (they get no summary); the top "
+        "level groups what has no parent"
+    )
     click.echo(
         f"overlap: {data['overlap']:.1%} of chunks belong to 2+ clusters "
         f"({data['nodes_in_two_or_more_clusters']})"

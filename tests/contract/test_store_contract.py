@@ -160,9 +160,18 @@ def test_replicas_labels_and_membership(store: GraphStore) -> None:
     assert store.count_labels(0) == 2 and store.labels_at_level(0) == sorted(labels)
     assert store.members_of(["s1-0"]) == {"s1-0": {"c0", "c1"}}
     assert store.parents_of(["c1", "c3"]) == {"c1": {"s1-0"}}
+    # c2 and c3 have no parent, nor has the summary: the roots, by level then position.
+    assert [n.id for n in store.root_nodes()] == ["c2", "c3", "s1-0"]
+    roots = store.root_nodes(embeddings=True)
+    assert all(n.embedding is not None for n in roots) and roots[2].level == 1
     stats = store.stats()
     assert stats["overlap"] == pytest.approx(1 / 4)
     assert stats["summaries_by_backend"] == {"extractive": 1}
+    # Label 0 holds c0 and c1, label 1 only c1: one of the two clusters has one member.
+    level0 = stats["levels"][0]
+    assert level0["cluster_sizes"] == {"1": 1, "2": 1}
+    assert level0["single_member_share"] == pytest.approx(0.5)
+    assert stats["levels"][1]["cluster_sizes"] == {}
     with store.transaction():
         store.delete_nodes(["c1"])
     assert store.replicas_of(["c1"]) == {} and store.members_of(["s1-0"]) == {"s1-0": {"c0"}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -67,4 +68,35 @@ def test_a_chunk_can_be_followed_to_the_top(tmp_path: Path) -> None:
             seen_levels.add(view.node.level)
         top = max(row["level"] for row in memory.stats()["levels"])
     assert max(seen_levels) >= 2
-    assert max(seen_levels) <= top
+    assert max(seen_levels) == top, "a chunk's line of parents ends at the top level"
+
+
+def test_a_book_ends_in_a_small_top_level_that_covers_it(tmp_path: Path) -> None:
+    book = shared_file("haystacks/gutenberg/pg1513.txt")  # Romeo and Juliet, 223 chunks
+    with Memory.open(tmp_path / "m.db") as memory:
+        memory.ingest([book], batch_size=64)
+        store = memory.store
+        levels = memory.stats()["levels"]
+        top = [n.id for n in store.nodes_at_level(levels[-1]["level"])]
+        assert 1 <= len(top) <= 10
+        # Every level is clearly smaller than the one below it (a top node may cover
+        # the last summary and a lone node of a lower level).
+        for below, above in itertools.pairwise(levels):
+            assert above["nodes"] <= max(1, 0.75 * below["nodes"]), (below, above)
+        # Few clusters of one member are left (lone chunks join a neighbour's cluster).
+        assert levels[0]["single_member_share"] < 0.25
+        # traverse from the top reaches every chunk; nothing but the top lacks a parent.
+        seen, frontier = set(top), set(top)
+        while frontier:
+            children = store.members_of(frontier)
+            frontier = {c for cs in children.values() for c in cs} - seen
+            seen |= frontier
+        chunks = {n.id for n in store.nodes_at_level(0)}
+        assert chunks <= seen
+        assert {n.id for n in store.root_nodes()} == set(top)
+        # No two nodes have the same text.
+        texts = [
+            " ".join(n.text.split()) for lv in levels for n in store.nodes_at_level(lv["level"])
+        ]
+        assert len(texts) == len(set(texts))
+        check_memory(store, max_cluster_size=memory.settings.max_cluster_size)
