@@ -6,36 +6,38 @@ changed to the level above:
 
 1. re-split the affected nodes into replicas (ego-splitting),
 2. propagate labels from the affected replicas (the ripple is capped),
-3. keep changed clusters connected and small, re-summarize the clusters whose
-   membership changed, drop vanished ones, and relink the summaries of the next level.
+3. keep changed clusters connected and small (a replica left alone joins a
+   neighbouring cluster with room), re-summarize the clusters of two or more members
+   whose membership changed, drop vanished ones, and relink the summaries of the next
+   level.
 
-It stops at ``max_levels`` or at a level whose clusters no longer shrink it.
-Everything runs inside one store transaction opened by the caller.
+It stops at ``max_levels`` or at a level whose clusters would keep more than
+``MIN_SHRINK`` of its nodes. Then what has no parent is grouped into the covering top
+level (``summaries.SummaryWriter.build_cover``). Everything runs inside one store
+transaction opened by the caller.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
+from cam_engine.engine.summaries import SummaryWriter, plain, summary_id
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.ego_split import replica_edges, resplit
-from cam_engine.graph.hierarchy import absorb_singletons, group_roots
+from cam_engine.graph.hierarchy import absorb_singletons
 from cam_engine.graph.propagation import propagate
 from cam_engine.graph.similarity import Located, expand, window_radius
 from cam_engine.graph.split import split_cluster
-from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
+from cam_engine.llm.base import Summarizer
 from cam_engine.store.base import GraphStore
-from cam_engine.types import SUMMARY, Edge, Node, Replica
+from cam_engine.types import Edge, Node, Replica
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +46,6 @@ _WEIGHT_EPSILON = 1e-9
 # A level is built only when its clusters are at most this share of the nodes below:
 # a level that barely shrinks adds summaries that mostly restate their members.
 MIN_SHRINK = 0.75
-# The covering top level has at most this many nodes (more roots get more levels).
-TOP_SIZE = 10
-# Marks a node of the covering top levels (props): it groups roots, not a cluster.
-COVER = "cover"
-
-
-def summary_id(label: str) -> str:
-    """The summary node of a cluster: label "L.n" (a level-L cluster) -> "s{L+1}-n"."""
-    level, _, number = label.partition(".")
-    return f"s{int(level) + 1}-{number}"
 
 
 @dataclass
@@ -115,14 +107,15 @@ class MemoryBuilder:
         *,
         llm_concurrency: int = 1,
     ) -> None:
-        self.llm_concurrency = llm_concurrency
         self.store = store
         self.embedder = embedder
         self.summarizer = summarizer
         self.settings = settings
         self.clock = clock
         self.replica_graph = ReplicaGraph(store)
-        self._texts: set[str] = set()  # summary texts written in the current batch
+        self.writer = SummaryWriter(
+            store, embedder, summarizer, settings, clock, llm_concurrency=llm_concurrency
+        )
 
     # --- level 0 ------------------------------------------------------------------------
     def assimilate(
@@ -134,7 +127,7 @@ class MemoryBuilder:
         search must look past them.
         """
         validate_chunk_nodes(chunks)
-        self._texts = set()
+        self.writer.start_batch()
         with self.clock.phase("edges"):
             # Candidates first, while the store holds only older chunks: a top-k then
             # needs no room for the batch's own chunks.
@@ -145,12 +138,12 @@ class MemoryBuilder:
             self.store.upsert_edges(edges)
         report.edges_added = len(edges)
         with self.clock.phase("summaries"):
-            cover = self._take_cover()
+            cover = self.writer.take_cover()
         change = LevelChange(0, added={c.id for c in chunks}, changed_edges={e.key for e in edges})
         while change:
             change = self._update_level(change, report)
         with self.clock.phase("summaries"):
-            self._build_cover(cover, report)
+            self.writer.build_cover(cover, report)
 
     def _candidates(self, chunks: Sequence[Node], *, stored: bool) -> list[Node]:
         """Older chunks worth scoring against the new ones: each new chunk's vector
@@ -417,7 +410,7 @@ class MemoryBuilder:
         members = {
             sid: ms
             for sid, ms in members.items()
-            if len({_plain(texts[m].text) for m in ms if m in texts}) > 1
+            if len({plain(texts[m].text) for m in ms if m in texts}) > 1
         }
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
@@ -427,13 +420,15 @@ class MemoryBuilder:
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
         write = sorted(sid for sid, ms in members.items() if stored.get(sid) != ms)
 
-        if vanished:
-            up.changed_edges |= {e.key for e in store.edges_of(vanished)}
-            up.removed_replicas = [r for rs in store.replicas_of(vanished).values() for r in rs]
-            store.delete_nodes(vanished)
-            up.removed.update(vanished)
+        self._remove(vanished, up)
         if write:
-            self._write_summaries(level + 1, write, members, report)
+            written = self._write_summaries(level + 1, write, members, report)
+            # A summary that could only repeat another node's text is not kept: as for a
+            # cluster of one, its members stay roots where they are.
+            declined = [sid for sid in write if sid not in written]
+            self._remove([sid for sid in declined if sid in existing], up)
+            vanished += declined
+            write = [sid for sid in write if sid in written]
         up.added = {sid for sid in write if sid not in existing}
         lrep.clusters_changed = len(write) + len(vanished)
         lrep.summaries_written = len(write)
@@ -450,169 +445,26 @@ class MemoryBuilder:
         up.reweighted = reweighted - structural
         return up
 
+    def _remove(self, summaries: list[str], up: LevelChange) -> None:
+        if summaries:
+            store = self.store
+            up.changed_edges |= {e.key for e in store.edges_of(summaries)}
+            up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
+            store.delete_nodes(summaries)
+            up.removed.update(summaries)
+
     def _write_summaries(
         self, level: int, ids: list[str], members: dict[str, set[str]], report: BatchReport
-    ) -> None:
+    ) -> set[str]:
+        """Write the summaries of these clusters; returns the ids written (see
+        ``SummaryWriter.nodes`` for those it declines)."""
         store = self.store
         children = store.get_nodes({m for sid in ids for m in members[sid]})
         groups = [[children[m] for m in members[sid] if m in children] for sid in ids]
-        store.upsert_nodes(self._summary_nodes(level, ids, groups, report))
-        store.set_members({sid: members[sid] for sid in ids}, level)
-
-    def _summary_nodes(
-        self,
-        level: int,
-        ids: list[str],
-        groups: list[list[Node]],
-        report: BatchReport,
-        props: dict[str, Any] | None = None,
-    ) -> list[Node]:
-        """Summarize and embed each group (members in reading order) as node ``ids[i]``.
-
-        A summary that repeats another node's text word for word (an extractive summary
-        of a cluster dominated by one member picks that member's sentences) is written
-        again with twice, then four times the word budget: a reader would otherwise be
-        offered the same text twice.
-        """
-        ordered = [
-            sorted(group, key=lambda n: (n.doc_id or "", n.position or 0.0, n.id))
-            for group in groups
-        ]
-        nodes: list[Node] = []
-        for sid, members, result in zip(ids, ordered, self._summarize_all(ordered), strict=True):
-            report.usage += result.usage
-            docs = {n.doc_id for n in members}
-            positions = [n.position for n in members if n.position is not None]
-            nodes.append(
-                Node(
-                    id=sid,
-                    level=level,
-                    kind=SUMMARY,
-                    text=result.text,
-                    doc_id=docs.pop() if len(docs) == 1 else None,
-                    position=sum(positions) / len(positions) if positions else None,
-                    props={"backend": result.backend, "members": len(members), **(props or {})},
-                )
-            )
-        self._embed(nodes)
-        for factor in (2, 4):
-            repeated = self._repeated(nodes, ordered)
-            for i in repeated:
-                texts = [n.text for n in ordered[i]]
-                words = self.settings.summary_words * factor
-                result = self.summarizer.summarize(texts, max_words=words)
-                report.usage += result.usage
-                report.summaries_rewritten += 1
-                nodes[i].text = result.text
-            self._embed([nodes[i] for i in repeated])
-        self._texts.update(_plain(n.text) for n in nodes)
-        return nodes
-
-    def _embed(self, nodes: list[Node]) -> None:
-        if not nodes:
-            return
-        with self.clock.phase("embed"):
-            vectors = self.embedder.embed([n.text for n in nodes])
-        for node, vector in zip(nodes, vectors, strict=True):
-            node.embedding = vector
-
-    def _repeated(self, nodes: list[Node], groups: list[list[Node]]) -> list[int]:
-        """Indexes of ``nodes`` whose text another node has: a member, an earlier one of
-        ``nodes``, a summary written earlier in the batch, or any stored node (found by
-        its identical vector; an index may not see this transaction's writes, hence the
-        batch's own texts)."""
-        if not nodes:
-            return []
-        own = {n.id for n in nodes}
-        hits = self.store.nearest(None, np.stack([_embedding(n) for n in nodes]), 3)
-        same = {hit for row in hits for hit, score in row if score > 1 - 1e-4 and hit not in own}
-        stored = {_plain(n.text) for n in self.store.get_nodes(same).values()}
-        repeated: list[int] = []
-        earlier: set[str] = set()
-        for i, (node, group) in enumerate(zip(nodes, groups, strict=True)):
-            text = _plain(node.text)
-            taken = stored | earlier | self._texts | {_plain(m.text) for m in group}
-            if text in taken:
-                repeated.append(i)
-            earlier.add(text)
-        return repeated
-
-    # --- the covering top level -------------------------------------------------------
-    def _take_cover(self) -> dict[tuple[int, frozenset[str]], Node]:
-        """Remove the covering top levels (rebuilt after the batch), keeping their nodes
-        by (level, members) so an unchanged group keeps its summary without a call."""
-        store = self.store
-        old: dict[tuple[int, frozenset[str]], Node] = {}
-        for level in sorted(store.levels(), reverse=True):
-            ids = [n.id for n in store.nodes_at_level(level) if n.props.get(COVER)]
-            if not ids:
-                break
-            members = store.members_of(ids)
-            for node in store.get_nodes(ids, embeddings=True).values():
-                old[(level, frozenset(members.get(node.id, ())))] = node
-        if old:
-            store.delete_nodes([n.id for n in old.values()])
-        return old
-
-    def _build_cover(
-        self, old: dict[tuple[int, frozenset[str]], Node], report: BatchReport
-    ) -> None:
-        """Group the roots (nodes without a parent) into covering levels until one level
-        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``)."""
-        s = self.settings
-        roots = self.store.root_nodes(embeddings=True)
-        if s.max_levels == 0 or not roots:
-            return
-        level = max(n.level for n in roots)
-        while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
-            vectors = np.stack([_embedding(n) for n in roots])
-            groups = group_roots(
-                vectors,
-                [n.doc_id for n in roots],
-                [n.position for n in roots],
-                groups=max(TOP_SIZE, math.ceil(len(roots) / s.max_cluster_size)),
-                max_size=s.max_cluster_size,
-                alpha=s.alpha,
-            )
-            level += 1
-            roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
-        report.top_nodes = len(roots)
-
-    def _write_cover(
-        self,
-        level: int,
-        groups: list[list[Node]],
-        old: dict[tuple[int, frozenset[str]], Node],
-        report: BatchReport,
-    ) -> list[Node]:
-        pairs: list[tuple[Node, list[Node]]] = []
-        fresh: list[list[Node]] = []
-        for group in groups:
-            node = old.pop((level, frozenset(n.id for n in group)), None)
-            if node is None:
-                fresh.append(group)
-            else:
-                pairs.append((node, group))
-        ids = [summary_id(label) for label in self.store.allocate_labels(level - 1, len(fresh))]
-        written = self._summary_nodes(level, ids, fresh, report, {COVER: True})
-        report.top_summaries_written += len(written)
-        pairs.extend(zip(written, fresh, strict=True))
-        self.store.upsert_nodes([node for node, _ in pairs])
-        self.store.set_members({node.id: {m.id for m in g} for node, g in pairs}, level)
-        return [node for node, _ in pairs]
-
-    def _summarize_all(self, groups: list[list[Node]]) -> list[SummaryResult]:
-        """Summaries of independent clusters; an LLM backend gets up to
-        ``llm_concurrency`` calls in flight (the extractive one is CPU-bound: serial)."""
-
-        def summarize(group: list[Node]) -> SummaryResult:
-            texts = [n.text for n in group]
-            return self.summarizer.summarize(texts, max_words=self.settings.summary_words)
-
-        if self.llm_concurrency <= 1 or len(groups) <= 1 or self.summarizer.backend == EXTRACTIVE:
-            return [summarize(g) for g in groups]
-        with ThreadPoolExecutor(max_workers=self.llm_concurrency) as pool:
-            return list(pool.map(summarize, groups))
+        nodes = self.writer.nodes(level, ids, groups, report, keep_repeats=False)
+        store.upsert_nodes(nodes)
+        store.set_members({n.id: members[n.id] for n in nodes}, level)
+        return {n.id for n in nodes}
 
     def _relink(self, level: int, summaries: set[str]) -> tuple[set[EdgeKey], set[EdgeKey]]:
         """Recompute the edges of ``summaries``; returns (appeared or vanished, re-weighted).
@@ -656,16 +508,6 @@ class MemoryBuilder:
         store.upsert_edges(upserts)
         store.delete_edges(deletes)
         return changed, reweighted
-
-
-def _plain(text: str) -> str:
-    """Text compared for repeats: whitespace does not make two texts different."""
-    return " ".join(text.split())
-
-
-def _embedding(node: Node) -> np.ndarray:
-    assert node.embedding is not None  # every node is embedded before it is stored
-    return node.embedding
 
 
 def _located(node: Node) -> Located:

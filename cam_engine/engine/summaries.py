@@ -1,0 +1,228 @@
+"""Writing summary nodes: summarize, embed, never repeat a text; and the covering top.
+
+``SummaryWriter`` is what the builder calls for every summary it writes (one per
+changed cluster) and, after the clustered levels, for the covering top level: the
+roots (nodes without a parent) grouped by ``graph.hierarchy.group_roots`` into at most
+``TOP_SIZE`` nodes, so that every chunk is reachable from one small level.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from cam_engine.config import Settings
+from cam_engine.embed.base import Embedder
+from cam_engine.engine.reports import BatchReport
+from cam_engine.engine.timing import PhaseClock
+from cam_engine.graph.hierarchy import group_roots
+from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
+from cam_engine.store.base import GraphStore
+from cam_engine.types import SUMMARY, Node
+
+# The covering top level has at most this many nodes (more roots get more levels).
+TOP_SIZE = 10
+# Marks a node of the covering top levels (props): it groups roots, not a cluster.
+COVER = "cover"
+
+Cover = dict[tuple[int, frozenset[str]], Node]  # covering nodes by (level, members)
+
+
+def summary_id(label: str) -> str:
+    """The summary node of a cluster: label "L.n" (a level-L cluster) -> "s{L+1}-n"."""
+    level, _, number = label.partition(".")
+    return f"s{int(level) + 1}-{number}"
+
+
+class SummaryWriter:
+    def __init__(
+        self,
+        store: GraphStore,
+        embedder: Embedder,
+        summarizer: Summarizer,
+        settings: Settings,
+        clock: PhaseClock,
+        *,
+        llm_concurrency: int = 1,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.summarizer = summarizer
+        self.settings = settings
+        self.clock = clock
+        self.llm_concurrency = llm_concurrency
+        self._texts: set[str] = set()  # summary texts written in the current batch
+
+    def start_batch(self) -> None:
+        self._texts = set()
+
+    def nodes(
+        self,
+        level: int,
+        ids: list[str],
+        groups: list[list[Node]],
+        report: BatchReport,
+        props: dict[str, Any] | None = None,
+        *,
+        keep_repeats: bool,
+    ) -> list[Node]:
+        """Summarize and embed each group (members in reading order) as node ``ids[i]``.
+
+        A summary that repeats another node's text word for word (an extractive summary
+        of a cluster dominated by one member picks that member's sentences) is written
+        again with twice, then four times the word budget: a reader would otherwise be
+        offered the same text twice. One that still does (its members' sentences are
+        all in one of them) is left out of the result unless ``keep_repeats``.
+        """
+        ordered = [
+            sorted(group, key=lambda n: (n.doc_id or "", n.position or 0.0, n.id))
+            for group in groups
+        ]
+        nodes: list[Node] = []
+        for sid, members, result in zip(ids, ordered, self._summarize_all(ordered), strict=True):
+            report.usage += result.usage
+            docs = {n.doc_id for n in members}
+            positions = [n.position for n in members if n.position is not None]
+            nodes.append(
+                Node(
+                    id=sid,
+                    level=level,
+                    kind=SUMMARY,
+                    text=result.text,
+                    doc_id=docs.pop() if len(docs) == 1 else None,
+                    position=sum(positions) / len(positions) if positions else None,
+                    props={"backend": result.backend, "members": len(members), **(props or {})},
+                )
+            )
+        self._embed(nodes)
+        for factor in (2, 4):
+            repeated = self._repeated(nodes, ordered)
+            for i in repeated:
+                texts = [n.text for n in ordered[i]]
+                words = self.settings.summary_words * factor
+                result = self.summarizer.summarize(texts, max_words=words)
+                report.usage += result.usage
+                report.summaries_rewritten += 1
+                nodes[i].text = result.text
+            self._embed([nodes[i] for i in repeated])
+        if not keep_repeats:
+            still = set(self._repeated(nodes, ordered))
+            nodes = [n for i, n in enumerate(nodes) if i not in still]
+        self._texts.update(plain(n.text) for n in nodes)
+        return nodes
+
+    def _embed(self, nodes: list[Node]) -> None:
+        if not nodes:
+            return
+        with self.clock.phase("embed"):
+            vectors = self.embedder.embed([n.text for n in nodes])
+        for node, vector in zip(nodes, vectors, strict=True):
+            node.embedding = vector
+
+    def _repeated(self, nodes: list[Node], groups: list[list[Node]]) -> list[int]:
+        """Indexes of ``nodes`` whose text another node has: a member, an earlier one of
+        ``nodes``, a summary written earlier in the batch, or any stored node (found by
+        its identical vector; an index may not see this transaction's writes, hence the
+        batch's own texts)."""
+        if not nodes:
+            return []
+        own = {n.id for n in nodes}
+        hits = self.store.nearest(None, np.stack([_embedding(n) for n in nodes]), 3)
+        same = {hit for row in hits for hit, score in row if score > 1 - 1e-4 and hit not in own}
+        stored = {plain(n.text) for n in self.store.get_nodes(same).values()}
+        repeated: list[int] = []
+        earlier: set[str] = set()
+        for i, (node, group) in enumerate(zip(nodes, groups, strict=True)):
+            text = plain(node.text)
+            taken = stored | earlier | self._texts | {plain(m.text) for m in group}
+            if text in taken:
+                repeated.append(i)
+            earlier.add(text)
+        return repeated
+
+    def take_cover(self) -> Cover:
+        """Remove the covering top levels (rebuilt after the batch), keeping their nodes
+        by (level, members) so an unchanged group keeps its summary without a call."""
+        store = self.store
+        old: Cover = {}
+        for level in sorted(store.levels(), reverse=True):
+            ids = [n.id for n in store.nodes_at_level(level) if n.props.get(COVER)]
+            if not ids:
+                break
+            members = store.members_of(ids)
+            for node in store.get_nodes(ids, embeddings=True).values():
+                old[(level, frozenset(members.get(node.id, ())))] = node
+        if old:
+            store.delete_nodes([n.id for n in old.values()])
+        return old
+
+    def build_cover(self, old: Cover, report: BatchReport) -> None:
+        """Group the roots (nodes without a parent) into covering levels until one level
+        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``)."""
+        s = self.settings
+        roots = self.store.root_nodes(embeddings=True)
+        if s.max_levels == 0 or not roots:
+            return
+        level = max(n.level for n in roots)
+        while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
+            vectors = np.stack([_embedding(n) for n in roots])
+            groups = group_roots(
+                vectors,
+                [n.doc_id for n in roots],
+                [n.position for n in roots],
+                groups=max(TOP_SIZE, math.ceil(len(roots) / s.max_cluster_size)),
+                max_size=s.max_cluster_size,
+                alpha=s.alpha,
+            )
+            level += 1
+            roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
+        report.top_nodes = len(roots)
+
+    def _write_cover(
+        self,
+        level: int,
+        groups: list[list[Node]],
+        old: Cover,
+        report: BatchReport,
+    ) -> list[Node]:
+        pairs: list[tuple[Node, list[Node]]] = []
+        fresh: list[list[Node]] = []
+        for group in groups:
+            node = old.pop((level, frozenset(n.id for n in group)), None)
+            if node is None:
+                fresh.append(group)
+            else:
+                pairs.append((node, group))
+        ids = [summary_id(label) for label in self.store.allocate_labels(level - 1, len(fresh))]
+        written = self.nodes(level, ids, fresh, report, {COVER: True}, keep_repeats=True)
+        report.top_summaries_written += len(written)
+        pairs.extend(zip(written, fresh, strict=True))
+        self.store.upsert_nodes([node for node, _ in pairs])
+        self.store.set_members({node.id: {m.id for m in g} for node, g in pairs}, level)
+        return [node for node, _ in pairs]
+
+    def _summarize_all(self, groups: list[list[Node]]) -> list[SummaryResult]:
+        """Summaries of independent clusters; an LLM backend gets up to
+        ``llm_concurrency`` calls in flight (the extractive one is CPU-bound: serial)."""
+
+        def summarize(group: list[Node]) -> SummaryResult:
+            texts = [n.text for n in group]
+            return self.summarizer.summarize(texts, max_words=self.settings.summary_words)
+
+        if self.llm_concurrency <= 1 or len(groups) <= 1 or self.summarizer.backend == EXTRACTIVE:
+            return [summarize(g) for g in groups]
+        with ThreadPoolExecutor(max_workers=self.llm_concurrency) as pool:
+            return list(pool.map(summarize, groups))
+
+
+def plain(text: str) -> str:
+    """Text compared for repeats: whitespace does not make two texts different."""
+    return " ".join(text.split())
+
+
+def _embedding(node: Node) -> np.ndarray:
+    assert node.embedding is not None  # every node is embedded before it is stored
+    return node.embedding
