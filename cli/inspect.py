@@ -36,10 +36,16 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
             f"{row['level']:>5} {row['nodes']:>7} {row['edges']:>7} "
             f"{row['clusters']:>8} {row['replicas']:>8} {single:>6}  {sizes or '-'}"
         )
-    click.echo(
-        "single: share of clusters with one member (they get no summary); the top "
-        "level groups what has no parent"
-    )
+    click.echo("single: share of clusters with one member (they get no summary)")
+    if data["levels"]:
+        top = data["levels"][-1]
+        below = data["roots"] - top["nodes"]
+        click.echo(
+            f"top: {plural(top['nodes'], 'node')} at level {top['level']}"
+            + (f", and {plural(below, 'node')} without a parent below it" if below else "")
+            + f"; repeated texts: {data['repeated_texts']} "
+            f"({data['repeated_summary_texts']} involving a summary)"
+        )
     click.echo(
         f"overlap: {data['overlap']:.1%} of chunks belong to 2+ clusters "
         f"({data['nodes_in_two_or_more_clusters']})"

@@ -538,6 +538,7 @@ class Neo4jStore:
         for row in levels:
             row.update(cluster_shape([(s, n) for lv, s, n in sizes if lv == row["level"]]))
         memory_wide = self._run("stats_memory")[0]
+        shape = self._run("stats_shape")[0]
         backends = {row["backend"]: int(row["summaries"]) for row in self._run("stats_backends")}
         chunks = levels[0]["nodes"] if levels and levels[0]["level"] == 0 else 0
         in_two = int(memory_wide["in_two"])
@@ -547,6 +548,9 @@ class Neo4jStore:
             "overlap": in_two / chunks if chunks else 0.0,
             "nodes_in_two_or_more_clusters": in_two,
             "summaries_by_backend": backends,
+            "roots": int(shape["roots"]),
+            "repeated_texts": int(shape["repeated"]),
+            "repeated_summary_texts": int(shape["repeated_summaries"]),
             "views": self.view_counts(),
         }
 

@@ -655,6 +655,18 @@ class SqliteStore:
             m,
         )[0][0]
         documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
+        roots = self._q(
+            "SELECT COUNT(*) FROM nodes n WHERE memory = ? AND NOT EXISTS (SELECT 1 FROM "
+            "members p WHERE p.memory = n.memory AND p.member_id = n.id)",
+            m,
+        )[0][0]
+        # Copies of a text beyond its first, overall and in groups that hold a summary.
+        repeated, repeated_summaries = self._q(
+            "SELECT COALESCE(SUM(copies - 1), 0), COALESCE(SUM(CASE WHEN top > 0 "
+            "THEN copies - 1 ELSE 0 END), 0) FROM (SELECT COUNT(*) AS copies, MAX(level) "
+            "AS top FROM nodes WHERE memory = ? GROUP BY text HAVING COUNT(*) > 1)",
+            m,
+        )[0]
         # The backend is NULL for a summary node whose props have no "backend".
         backends = self._counts(
             "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
@@ -677,6 +689,9 @@ class SqliteStore:
             "overlap": (in_two / nodes[0]) if nodes.get(0) else 0.0,
             "summaries_by_backend": backends,
             "nodes_in_two_or_more_clusters": in_two,
+            "roots": roots,
+            "repeated_texts": repeated,
+            "repeated_summary_texts": repeated_summaries,
             "views": self.view_counts(),
         }
 

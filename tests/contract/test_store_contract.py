@@ -172,6 +172,20 @@ def test_replicas_labels_and_membership(store: GraphStore) -> None:
     assert level0["cluster_sizes"] == {"1": 1, "2": 1}
     assert level0["single_member_share"] == pytest.approx(0.5)
     assert stats["levels"][1]["cluster_sizes"] == {}
+    assert stats["roots"] == 3 and stats["repeated_texts"] == 0
+    assert stats["repeated_summary_texts"] == 0
+    with store.transaction():  # a summary copying a chunk, and two chunks of one text
+        store.upsert_nodes(
+            [
+                Node("s1-1", 1, SUMMARY, "text 0", None, 0.0, unit(8), {}),
+                Node("c9", 0, CHUNK, "text 2", "d", 9, unit(7), {}),
+            ]
+        )
+    stats = store.stats()
+    assert stats["repeated_texts"] == 2 and stats["repeated_summary_texts"] == 1
+    assert stats["roots"] == 5
+    with store.transaction():
+        store.delete_nodes(["s1-1", "c9"])
     with store.transaction():
         store.delete_nodes(["c1"])
     assert store.replicas_of(["c1"]) == {} and store.members_of(["s1-0"]) == {"s1-0": {"c0"}}

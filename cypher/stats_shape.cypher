@@ -1,0 +1,16 @@
+// The hierarchy's shape: nodes without a parent, and nodes repeating another's text
+// (all of them, and those in a group of equal texts that holds a summary).
+// params: $memory
+CALL () {
+  MATCH (n:MemoryNode {memory: $memory})
+  WHERE NOT (n)<-[:SUMMARIZES]-(:MemoryNode)
+  RETURN count(n) AS roots
+}
+CALL () {
+  MATCH (n:MemoryNode {memory: $memory})
+  WITH n.text AS text, count(*) AS copies, max(n.level) AS top
+  WHERE copies > 1
+  RETURN coalesce(sum(copies - 1), 0) AS repeated,
+         coalesce(sum(CASE WHEN top > 0 THEN copies - 1 ELSE 0 END), 0) AS repeated_summaries
+}
+RETURN roots, repeated, repeated_summaries
