@@ -207,3 +207,23 @@ def test_many_short_documents_share_batches(tmp_path: Path, essay: str) -> None:
         assert again.chunks_added == 0 and memory.stats() == before
         with pytest.raises(InputError, match="'empty' is empty"):
             memory.ingest_documents([("empty", "  ")])
+
+
+def test_pooled_short_documents_end_in_a_small_top_that_covers_them(tmp_path: Path) -> None:
+    """Sixty one-chunk documents about unrelated things: most stay alone in level 0
+    (no summary copies them), and the covering top level groups them all."""
+    import random
+
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    docs = [(f"doc{i}", " ".join(rng.choices(vocabulary, k=40)) + ".") for i in range(60)]
+    with open_memory(tmp_path) as memory:
+        reports = memory.ingest_documents(docs, batch_size=16).batches
+        check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
+        stats = memory.stats()
+        top = stats["levels"][-1]
+        assert 1 <= top["nodes"] <= 10 and stats["roots"] == top["nodes"]
+        assert reports[-1].top_nodes == top["nodes"]
+        assert stats["repeated_texts"] == 0
+        summaries = sum(row["nodes"] for row in stats["levels"][1:])
+        assert summaries < 60 / 2, "a few covering groups, not one summary per document"
