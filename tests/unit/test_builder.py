@@ -141,7 +141,8 @@ def test_summaries_say_they_are_extractive(tmp_path: Path, essay: str) -> None:
         node = next(iter(memory.store.nodes_at_level(top)))
         view = memory.node(node.id)
     assert view is not None and view.node.props["backend"] == "extractive"
-    assert view.children and all(c.level == top - 1 for c in view.children)
+    # A node of the covering top level may group roots of several levels below it.
+    assert view.children and all(c.level < top for c in view.children)
 
 
 @settings(
