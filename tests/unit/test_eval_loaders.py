@@ -482,7 +482,7 @@ def test_locomo_reads_the_per_conversation_files_as_shipped(tmp_path: Path) -> N
 def test_locomo_bad_inputs_say_what_was_expected(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(InputError, match="no .json files in this folder"):
+    with pytest.raises(InputError, match=r"no \.json files in this folder"):
         load(kind="locomo", path=empty)
     with pytest.raises(InputError, match="no such file"):
         load(kind="qmsum", path=empty)  # only LoCoMo reads a folder

@@ -12,9 +12,9 @@ from cam_engine.eval.metrics import (
     contains,
     evidence_recall,
     exact_match,
+    lcs_length,
     normalize_answer,
     reciprocal_rank,
-    lcs_length,
     rouge,
     rouge_recall,
     run_coverage,
@@ -105,8 +105,10 @@ def test_rouge_recall_hand_computed() -> None:
 
 
 def test_rouge_recall_edge_cases() -> None:
-    assert rouge_recall([], ["a summary"]) == rouge_recall(["text"], []) == (
-        rouge_recall(["text"], ["   "])
+    assert (
+        rouge_recall([], ["a summary"])
+        == rouge_recall(["text"], [])
+        == (rouge_recall(["text"], ["   "]))
     )
     assert rouge_recall([], ["a summary"]).rouge_l == 0.0
     one_word = rouge_recall(["cats"], ["cat"], stem=True)  # no bigram in the reference
@@ -121,7 +123,19 @@ def test_rouge_recall_equals_rouge_score_on_the_joined_context(stem: bool) -> No
 
     scorer = rouge_scorer.RougeScorer(["rouge2", "rougeL"], use_stemmer=stem)
     rng = np.random.default_rng(7)
-    vocabulary = "the remote control design meeting decided budget buttons was were a".split()
+    vocabulary = [
+        "the",
+        "remote",
+        "control",
+        "design",
+        "meeting",
+        "decided",
+        "budget",
+        "buttons",
+        "was",
+        "were",
+        "a",
+    ]
     for _ in range(30):
         reference = " ".join(rng.choice(vocabulary, size=rng.integers(1, 40)))
         passages = [
