@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from cam_engine.cli.options import echo_json
 from cam_engine.errors import CamError
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
+PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
 
 
 def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
@@ -52,6 +55,36 @@ class _Bar:
             self.bar = None
 
 
+class _Ticker:
+    """A progress line every ``interval`` seconds, for a stderr that is not a terminal
+    (a CI log, nohup): a bar there is one line per update, or nothing for an hour."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        interval: float = PROGRESS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.write = write
+        self.interval = interval
+        self.clock = clock
+        self.started = self.last = clock()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        what = "building memories" if stage == "build" else "asking"
+        unit = "documents" if stage == "build" else "questions"
+        elapsed = now - self.started
+        self.write(f"cam eval: {what}, {done}/{total} {unit} done, {elapsed:.0f} s elapsed")
+
+    def close(self) -> None:
+        pass
+
+
 @click.command("eval")
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
@@ -68,6 +101,13 @@ class _Bar:
     help="Ask only the first N questions (HotpotQA-style sets also pool fewer documents).",
 )
 @click.option("--level", help="HotpotQA only: keep questions of this level (e.g. hard).")
+@click.option(
+    "--queries",
+    type=click.Choice(["specific", "general"]),
+    help="QMSum only: specific (default: each query's gold turns, scored by evidence "
+    "recall) or general (one summary question per meeting, scored by ROUGE-L and ROUGE-2 "
+    "recall of the reference answer by the context).",
+)
 @click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: haystack tokens.")
 @click.option("--depths", default="0,25,50,75,100", show_default=True, help="NIAH: percent.")
 @click.option(
@@ -109,6 +149,7 @@ def eval_command(
     budgets: str,
     limit: int | None,
     level: str | None,
+    queries: str | None,
     lengths: str,
     depths: str,
     out: Path | None,
@@ -125,16 +166,22 @@ def eval_command(
     ../shared/data/haystacks/paul_graham). Every strategy answers from the same chunks;
     each question's gold evidence (supporting sentences, transcript turns, the needle)
     is looked for in the context cut to each budget. Offline: no LLM is called; with
-    --llm each context is also answered and the answers scored.
+    --llm each context is also answered and the answers scored. Questions without gold
+    evidence are left out and counted, not scored 0. `qmsum --queries general` asks
+    summary questions instead: how much of the reference summary (ROUGE-L and ROUGE-2
+    recall) each context holds. For locomo PATH may be locomo10.json, the
+    locomo10.zip the LoCoMo repository ships, or a folder of its per-conversation files.
+    Without a terminal, a progress line goes to stderr every 30 s.
 
     \b
     KIND jsonl reads your own data, one JSON object per line:
-      {"type": "set", "name": "my-eval"}                  (optional, first)
+      {"type": "set", "name": "my-eval", "scoring": "evidence"}   (optional, first)
       {"type": "document", "id": "d1", "text": "...", "title": "..."}
       {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
        "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
     Gold "text" must occur verbatim in its document; kind is short (exact match, F1)
-    or long (ROUGE).
+    or long (ROUGE). With "scoring": "summary" the answers are reference summaries and
+    gold may be empty: contexts are scored by ROUGE recall of the answers.
     """
     import tempfile
 
@@ -148,8 +195,9 @@ def eval_command(
     from cam_engine.eval.niah import length_and_depth, niah_set
     from cam_engine.eval.runner import (
         answer_table,
+        headline,
         markdown_table,
-        paired_table,
+        paired_tables,
         run_eval,
         scope_of,
         write_outputs,
@@ -161,7 +209,13 @@ def eval_command(
         from cam_engine.llm.tasks import ChatAnswerer
 
         answerer = ChatAnswerer(chat_for(llm, Environment.from_env(), model_dir))
-    bar = _Bar(enabled=not as_json and sys.stderr.isatty())
+    if queries is not None and kind != "qmsum":
+        raise click.BadParameter("only for qmsum", param_hint="--queries")
+    bar: _Bar | _Ticker
+    if sys.stderr.isatty():
+        bar = _Bar(enabled=not as_json)
+    else:
+        bar = _Ticker(lambda line: click.echo(line, err=True))
     try:
         if kind == "niah":
             evalset = niah_set(
@@ -170,7 +224,9 @@ def eval_command(
                 depths=_ints(depths, "--depths"),
             )
         else:
-            options = {"level": level} if level else {}
+            options: dict[str, str] = {"level": level} if level else {}
+            if queries is not None:
+                options["queries"] = queries
             evalset = load(kind, path, limit, **options)
         if limit is not None:
             evalset.questions = evalset.questions[:limit]
@@ -215,7 +271,7 @@ def eval_command(
             for r in run.results:
                 if r.strategy == "cam-prune-grow" or len(run.strategies) == 1:
                     cell = length_and_depth(r.question_id)
-                    by_cell.setdefault(cell, []).append(r.recall[max(run.budgets)])
+                    by_cell.setdefault(cell, []).append(r.scores["recall"][max(run.budgets)])
             if by_cell:
                 values = {c: sum(v) / len(v) for c, v in by_cell.items()}
                 written.append(
@@ -232,14 +288,10 @@ def eval_command(
     if as_json:
         echo_json(run.to_dict())
         return
-    click.echo(
-        f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s, "
-        f"CAM top-k {run.build['top_k']}"
-    )
+    click.echo(headline(run))
     click.echo(markdown_table(run))
-    paired = paired_table(run)
-    if paired:
-        click.echo(f"\nquestion by question (recall difference, wins/losses):\n{paired}")
+    for metric, table in paired_tables(run):
+        click.echo(f"\nquestion by question ({metric.label} difference, wins/losses):\n{table}")
     answers = answer_table(run)
     if answers and answerer is not None:
         click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")
