@@ -320,6 +320,7 @@ _LEADS_BACK = frozenset(
         *("but", "yet", "so", "and", "or", "nor", "thus", "hence"),
     ]
 )
+_ENDS_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*$")
 _ELLIPSIS = " …"  # how an extractive summary marks a sentence cut at its word budget
 
 
@@ -500,7 +501,8 @@ class ExtractiveAnswerer:
         for n in sorted(range(len(units)), key=lambda n: (-scores[n], n)):
             if len(chosen) == self.sentences or scores[n] <= 0:
                 break
-            if _repeats(units[n].key, quoted):
+            # A heading ("Chapter 10") is no answer, however near its chapter is.
+            if _repeats(units[n].key, quoted) or not _ENDS_SENTENCE.search(units[n].text):
                 continue
             chosen.append(n)
             quoted.append(units[n].key)
