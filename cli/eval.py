@@ -140,6 +140,12 @@ class _Ticker:
     help="Embedding model (default: $CAM_EMBED_MODEL, else all-MiniLM-L6-v2, bundled).",
 )
 @click.option(
+    "--embed-cache",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep embedding vectors in this .npz between runs: texts embedded by an earlier "
+    "run with the same model are not embedded again.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
 def eval_command(
@@ -158,6 +164,7 @@ def eval_command(
     model_dir: str | None,
     answer_budget: int,
     embed_model: str | None,
+    embed_cache: Path | None,
     as_json: bool,
 ) -> None:
     """Measure the evidence each strategy puts in an LLM's context, on real data.
@@ -186,9 +193,9 @@ def eval_command(
     import tempfile
 
     from cam_engine import Environment
-    from cam_engine.bench.stores import CachingEmbedder
     from cam_engine.config import DEFAULT_EMBED_MODEL
     from cam_engine.embed import load_embedder
+    from cam_engine.embed.caching import CachingEmbedder
     from cam_engine.eval.contexts import strategy_names
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
@@ -244,7 +251,7 @@ def eval_command(
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
         model = embed_model or Environment.from_env().embed_model or DEFAULT_EMBED_MODEL
-        embedder = CachingEmbedder(load_embedder(model))
+        embedder = CachingEmbedder(load_embedder(model), embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
             run = run_eval(
                 evalset,
@@ -258,6 +265,7 @@ def eval_command(
                 answer_budget=answer_budget,
                 progress=bar,
             )
+        embedder.save()  # a no-op without --embed-cache
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

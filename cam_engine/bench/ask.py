@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from cam_engine.bench import shared_data_dir
-from cam_engine.bench.stores import CachingEmbedder, default_book, percentile, remove
+from cam_engine.bench.stores import default_book, percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
+from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.errors import CamError
 from cam_engine.memory import Memory
 from cam_engine.retrieval.strategies import CAM, STRATEGIES

@@ -367,6 +367,7 @@ def _evidence_sentences(passages: Sequence[str]) -> list[_Sentence]:
     return kept
 
 
+_RANK_HALF = 2  # passages: the prior of the passage at this rank (from 0) is half the first's
 _FULL = 12  # words: a shorter sentence's own score is scaled by sqrt(words / _FULL)
 _WINDOW = 3  # sentences read together when a sentence is scored in its place
 
@@ -409,7 +410,8 @@ def rank_passages(question_vector: np.ndarray, passage_vectors: Sequence[np.ndar
 
 class ExtractiveAnswerer:
     """Answers with the sentences of the evidence that best match the question, each
-    once, in the order they came. No model writes anything: it quotes.
+    once, in the order they came. No model writes anything: it quotes. Passages are
+    taken as given best first, and a sentence's match is weighed by its passage's rank.
 
     A sentence scores its BM25 match to the question (IDF from the evidence's own
     sentences, words lightly stemmed) and, given ``embed``, its cosine to the question
@@ -463,7 +465,11 @@ class ExtractiveAnswerer:
         for w, score in zip(windows, around, strict=True):
             for m in w:
                 context[m] = max(context[m], score)
-        return units, (1.0 - self.context_weight) * own + self.context_weight * context
+        match = (1.0 - self.context_weight) * own + self.context_weight * context
+        # Passages come best first (Memory.ask orders its evidence by relevance): a
+        # sentence of the third passage needs twice the match of one of the first.
+        prior = np.asarray([1.0 / (1.0 + u.passage / _RANK_HALF) for u in units])
+        return units, match * prior
 
     def _match(self, question: str, query: list[str], texts: list[str]) -> np.ndarray:
         """BM25 (IDF from these texts, scaled to the best text) mixed with the cosine
