@@ -28,6 +28,7 @@ import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
+from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.eval.contexts import (
     NEEDS_ABLATION,
@@ -319,10 +320,20 @@ def run_eval(
         # hierarchy update 2,000 times for pooled HotpotQA.
         pairs = [(doc_id, texts[doc_id]) for doc_id in doc_ids]
 
-        def tick(_batch: object, done: int = documents_done) -> None:
-            # A pooled memory or a long haystack is one document step of minutes:
-            # each batch gives the progress reporter a chance to say it is still busy.
-            notify("build", done, documents_total)
+        written = [0]  # chunks, over the batches of this scope so far
+
+        def tick(
+            batch: BatchReport,
+            done: int = documents_done,
+            size: int = len(pairs),
+            written: list[int] = written,
+        ) -> None:
+            # A pooled memory or a long haystack is one step of minutes, so each batch
+            # reports too. Pooled batches mix short documents of about one chunk each:
+            # chunks written approximate the documents reached (at most all of them).
+            written[0] += batch.chunks_added + batch.chunks_skipped
+            reached = min(written[0], size) if size > 1 else 0
+            notify("build", done + reached, documents_total)
 
         reports = [memory.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick)]
         if flat is not None:
