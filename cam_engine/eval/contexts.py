@@ -22,6 +22,7 @@ from cam_engine.errors import ConfigError
 from cam_engine.llm.base import Usage
 from cam_engine.memory import Memory
 from cam_engine.retrieval.base import Retrieval
+from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 from cam_engine.retrieval.strategies import AskOptions, strategy_named
 from cam_engine.types import Node
 
@@ -63,6 +64,7 @@ class EvalStrategy:
     ablation: bool = False  # asked of the memory built without ego-splitting
     adapter: Mapping[str, Any] = field(default_factory=dict)
     answer_first: bool = False  # the strategy's own answer leads its context
+    grow: GrowSettings = DEFAULT_GROW
 
     def __call__(self, scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
         memory = scope.memory
@@ -71,7 +73,11 @@ class EvalStrategy:
             memory = scope.ablation
         spec = strategy_named(self.ask)
         options = AskOptions(
-            top_k=scope.top_k, max_turns=MAX_TURNS, level=self.level, adapter=self.adapter
+            top_k=scope.top_k,
+            max_turns=MAX_TURNS,
+            level=self.level,
+            adapter=self.adapter,
+            grow=self.grow,
         )
         found = spec.run(memory, question, options)
         nodes = context_nodes(found, scope.chunks(memory))

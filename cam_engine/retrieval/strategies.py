@@ -17,7 +17,7 @@ from cam_engine.errors import ConfigError
 from cam_engine.llm.base import AnswerText, ChatModel, Selector
 from cam_engine.retrieval import simple
 from cam_engine.retrieval.base import Retrieval
-from cam_engine.retrieval.prune_grow import prune_and_grow
+from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings, prune_and_grow
 from cam_engine.retrieval.selection import RelevanceSelector
 from cam_engine.types import Node
 
@@ -38,6 +38,7 @@ class AskOptions:
     selector: Selector | None = None  # None: the offline RelevanceSelector
     chat: ChatModel | None = None  # adapters: None runs their offline extractive rules
     adapter: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific options
+    grow: GrowSettings = DEFAULT_GROW  # prune-grow's growth and relevance flow
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.max_turns < 1:
@@ -81,6 +82,7 @@ def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval
         top_k=options.top_k,
         max_turns=options.max_turns,
         level=options.level,
+        grow=options.grow,
     )
 
 
