@@ -90,7 +90,7 @@ class _Ticker:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--strategies",
-    help="Comma-separated: bm25, dense, cam-global, cam-traverse, cam-prune-grow, "
+    help="Comma-separated: bm25, dense, hybrid, cam-global, cam-traverse, cam-prune-grow, "
     "cam-no-hierarchy, cam-no-flexibility, readagent-lookup, gam-research (default: all; "
     "the adapters only where each question has its own document).",
 )

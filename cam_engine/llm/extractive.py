@@ -254,19 +254,17 @@ class ExtractiveSummarizer:
 class ExtractiveSelector:
     """Selects candidates by cosine to the question: those within ``margin`` of the best
     candidate of the turn and at least ``min_similarity``, the best ``max_chosen`` of
-    them at most (an LLM selector also names a handful, not everything plausible).
+    them at most. Prune-and-grow's offline default is now
+    ``cam_engine.retrieval.RelevanceSelector`` (hybrid relevance, which also sees what
+    only the question's words find; docs/evaluation.md); this one remains for callers
+    who want selection by meaning alone.
 
     An absolute threshold alone does not work with MiniLM: on 60 HotpotQA questions the
     gold paragraphs' cosine to the question has median 0.53, but the distractors' p75 is
-    0.50. Tuned with ``python -m cam_engine.bench.selector`` on the 100 hard HotpotQA
-    questions (not the 200 we report on) and the Frankenstein questions of the ask
-    benchmark (docs/evaluation.md): margin 0.3 finds more gold than 0.1 (recall at 1,000
-    tokens 0.802 with the cap below, against 0.717 for margin 0.1), but without a cap it
-    lets a book's similar-looking chunks through turn after turn (276 nodes activated
-    on average, up to 558), which is why at most 8 are chosen per turn (40 over 5). The
-    floor matters when every candidate is weak: a needle-in-a-haystack chunk (one
-    sentence in a paragraph of essay) scores 0.28-0.59 against its question, and 0.3
-    lost two of ten needles that were the best candidate by far.
+    0.50. The margin (0.3), the cap (8 per turn) and the floor (0.2) were tuned on the
+    100 hard HotpotQA questions and Frankenstein: without a cap a wide margin lets a
+    book's similar-looking chunks through turn after turn, and a floor of 0.3 lost
+    needle-in-a-haystack chunks that were the best candidate by far.
     """
 
     def __init__(
