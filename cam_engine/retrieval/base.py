@@ -25,7 +25,7 @@ class Retrieval:
     usage: Usage = field(default_factory=Usage)
     stop: str = ""  # why exploration stopped
     ranked: list[Node] = field(default_factory=list)
-    backfill: list[str] = field(default_factory=list)  # node ids
+    backfill: list[str] = field(default_factory=list)  # node ids (callers keep the chunks)
     # What the strategy's own reader also sees beyond the evidence (ReadAgent: the
     # gists of the pages it did not read), placed after everything else in a budget.
     extra_context: list[Node] = field(default_factory=list)

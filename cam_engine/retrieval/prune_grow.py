@@ -77,7 +77,7 @@ def prune_and_grow(
     # One relevance per node: the chunks' fused score (the deeper ranking), else the
     # all-level one (summaries); raised below as relevance flows.
     relevance = {**seeds.scores, **chunks.scores}
-    reached = set(chunks.scores)  # chunks: the backfill's candidates
+    reached = set(chunks.scores)  # the backfill's candidates
     activated: dict[str, Node] = {}
     candidates = seeds.top(top_k)
     for turn in range(max_turns):
@@ -148,8 +148,7 @@ def _grow(
         # A cluster the question is about vouches for its members.
         for child in children.get(node.id, ()):
             _raise(relevance, child, relevance.get(node.id, 0.0) * grow.member_decay)
-            if node.level == 1:
-                reached.add(child)
+            reached.add(child)  # a chunk, or a summary under a covering top node
     grown: list[str] = []
     for node_id in ids:
         weights = neighbours.get(node_id, {})
