@@ -14,7 +14,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any, cast
@@ -34,16 +34,11 @@ from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock, TimedStore
 from cam_engine.errors import ConfigError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
-from cam_engine.llm.base import Answerer, Selector, Usage
-from cam_engine.llm.extractive import ExtractiveAnswerer, ExtractiveSelector
-from cam_engine.retrieval import (
-    STRATEGIES,
-    Retrieval,
-    context_passages,
-    global_top_k,
-    prune_and_grow,
-    traverse,
-)
+from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
+from cam_engine.llm.extractive import ExtractiveAnswerer
+from cam_engine.retrieval import Retrieval, context_passages
+from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
+from cam_engine.retrieval.strategies import AskOptions, strategy_named
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.store.batch_cache import BatchCache
@@ -88,6 +83,7 @@ class AskResult:
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "llm_seconds": round(self.usage.seconds, 3),
+            **self.retrieval.details,
         }
 
 
@@ -480,45 +476,47 @@ class Memory:
         self,
         question: str,
         *,
-        strategy: str = "prune-grow",
+        strategy: str = DEFAULT_STRATEGY,
         top_k: int = 10,
         max_turns: int = 5,
         selector: Selector | None = None,
         answerer: Answerer | None = None,
+        chat: ChatModel | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> AskResult:
-        """Answer a question from the memory (CAM Section 4.2).
+        """Answer a question from the memory (CAM Section 4.2) with any strategy of
+        ``cam_engine.retrieval.strategies.STRATEGIES``.
 
-        Without a selector / answerer the offline extractive ones are used: selection
-        by cosine to the question, and an answer that quotes the best-matching
-        sentences of the evidence.
+        Without a selector / answerer the offline ones are used: selection by retrieval
+        relevance, and an answer that quotes the evidence sentences that best match the
+        question. Adapter strategies (lookup, lookup-seq, memagent, research) answer
+        themselves, with ``chat`` or their offline rules, and take their own ``options``.
         """
-        if strategy not in STRATEGIES:
-            raise ConfigError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-        if top_k < 1 or max_turns < 1:
-            raise ConfigError(f"top_k and max_turns must be >= 1, got {top_k} and {max_turns}")
+        spec = strategy_named(strategy)
         if not question.strip():
             raise InputError("the question is empty")
-        vector = self.embedder.embed([question])[0]
-        if strategy == "global":
-            found = global_top_k(self.store, vector, top_k)
-        elif strategy == "traverse":
-            found = traverse(self.store, vector, top_k)
+        ask_options = AskOptions(
+            top_k=top_k,
+            max_turns=max_turns,
+            selector=selector,
+            chat=chat,
+            adapter=dict(options or {}),
+        )
+        found = spec.run(self, question, ask_options)
+        passages = context_passages(found.evidence())
+        reply = found.answer
+        if reply is None:
+            writer = answerer or ExtractiveAnswerer()
+            reply = writer.answer(question, [text for _, text in passages])
+            usage = found.usage + reply.usage
         else:
-            chooser = selector or ExtractiveSelector(self.embedder.embed)
-            found = prune_and_grow(
-                self.store, question, vector, chooser, top_k=top_k, max_turns=max_turns
-            )
-        passages = context_passages(found.activated)
-        writer = answerer or ExtractiveAnswerer()
-        reply = writer.answer(question, [text for _, text in passages])
+            usage = found.usage
         evidence = [
             Evidence(n.id, n.level, n.doc_id, n.position, n.text)
             for nodes, _ in passages
             for n in nodes
         ]
-        return AskResult(
-            question, reply.text, reply.backend, evidence, found, found.usage + reply.usage
-        )
+        return AskResult(question, reply.text, reply.backend, evidence, found, usage)
 
     # --- what the adapters build on ---------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:

@@ -14,10 +14,7 @@ from cam_engine.cli.options import (
     plural,
 )
 from cam_engine.errors import CamError
-from cam_engine.llm.base import ChatModel
-from cam_engine.retrieval import STRATEGIES
-
-ADAPTER_STRATEGIES = ("lookup", "lookup-seq", "memagent", "research")
+from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, STRATEGIES
 
 
 def _require_chunks(memory: Memory) -> None:
@@ -28,45 +25,18 @@ def _require_chunks(memory: Memory) -> None:
         )
 
 
-def _ask_adapter(
-    store: str | None,
-    memory_name: str | None,
-    question: str,
-    strategy: str,
-    chat: ChatModel | None,
-    options: dict[str, object],
-    as_json: bool,
-    width: int,
-) -> None:
-    """Answer through an adapter's own traversal of the same memory."""
-    from cam_engine.adapters.registry import ASK_STRATEGIES, NEEDS_VIEW
+def _require_view(memory: Memory, view: str | None) -> None:
+    if view is not None and view not in memory.stats().get("views", {}):
+        raise click.ClickException(
+            f"memory {memory.store.memory!r} has no {view} view: build it with "
+            f"`cam ingest --view {view}`"
+        )
 
-    try:
-        with open_memory(store, memory_name) as memory:
-            _require_chunks(memory)
-            view = NEEDS_VIEW.get(strategy)
-            if view is not None and view not in memory.stats().get("views", {}):
-                raise click.ClickException(
-                    f"memory {memory.store.memory!r} has no {view} view: build it with "
-                    f"`cam ingest --view {view}`"
-                )
-            result = ASK_STRATEGIES[strategy](memory, question, chat, **options)
-    except CamError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if as_json:
-        echo_json(result.to_dict())
-        return
-    click.echo(f"answer ({result.backend}): {result.answer or '(nothing found)'}")
-    cost = result.log.to_dict()
-    click.echo(
-        f"\n{strategy}: {len(result.sources)} sources, {cost['llm_calls']} LLM calls, "
-        f"largest context {cost['largest_context_tokens']} tokens"
+
+def _strategy_help() -> str:
+    return "; ".join(f"{s.name}: {s.help}" for s in STRATEGIES.values()) + (
+        ". lookup/lookup-seq need `cam ingest --view readagent`, research `--view gam`."
     )
-    for source in result.sources:
-        snippet = " ".join(source.text.split())
-        if len(snippet) > width:
-            snippet = snippet[: width - 1] + "…"
-        click.echo(f"  {source.id:<24} {source.kind:<13} {snippet}")
 
 
 @click.command()
@@ -74,12 +44,10 @@ def _ask_adapter(
 @memory_options
 @click.option(
     "--strategy",
-    type=click.Choice([*STRATEGIES, *ADAPTER_STRATEGIES]),
-    default="prune-grow",
+    type=click.Choice(list(STRATEGIES)),
+    default=DEFAULT,
     show_default=True,
-    help="CAM: prune-grow, global (top-k only) or traverse (top-down). Adapters: lookup "
-    "and lookup-seq (ReadAgent-P/-S; need `cam ingest --view readagent`), memagent "
-    "(reads the chunks in order), research (GAM; needs `cam ingest --view gam`).",
+    help=_strategy_help(),
 )
 @click.option(
     "--top-k",
@@ -166,22 +134,18 @@ def ask(
     Offline (the default) the answer is extractive: the evidence sentences that best
     match the question, quoted, not written by a model.
     """
-    if strategy in ADAPTER_STRATEGIES:
-        options_by_strategy: dict[str, dict[str, object]] = {
-            "lookup": {"max_pages": max_pages},
-            "lookup-seq": {"max_pages": max_pages},
-            "research": {"max_iters": max_iters, "output": research_output},
-            "memagent": {
-                "chunk_tokens": read_tokens,
-                "memory_tokens": memory_tokens,
-                "resume": not restart,
-            },
-        }
-        options = options_by_strategy[strategy]
-        chat = None if llm == "extractive" else chat_for(llm, Environment.from_env(), model_dir)
-        _ask_adapter(store, memory_name, question, strategy, chat, options, as_json, width)
-        return
-    selector = answerer = None
+    spec = STRATEGIES[strategy]
+    options_by_strategy: dict[str, dict[str, object]] = {
+        "lookup": {"max_pages": max_pages},
+        "lookup-seq": {"max_pages": max_pages},
+        "research": {"max_iters": max_iters, "output": research_output},
+        "memagent": {
+            "chunk_tokens": read_tokens,
+            "memory_tokens": memory_tokens,
+            "resume": not restart,
+        },
+    }
+    chat = selector = answerer = None
     if llm != "extractive":
         from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
 
@@ -190,6 +154,7 @@ def ask(
     try:
         with open_memory(store, memory_name) as memory:
             _require_chunks(memory)
+            _require_view(memory, spec.view)
             result = memory.ask(
                 question,
                 strategy=strategy,
@@ -197,20 +162,30 @@ def ask(
                 max_turns=max_turns,
                 selector=selector,
                 answerer=answerer,
+                chat=chat,
+                options=options_by_strategy.get(strategy, {}),
             )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
         echo_json(result.to_dict())
         return
+    found = result.retrieval
     click.echo(f"answer ({result.backend}): {result.answer or '(no sentence matched)'}")
-    click.echo(
-        f"\nevidence ({len(result.evidence)} nodes, {result.retrieval.strategy}, "
-        f"{plural(len(result.retrieval.turns), 'turn')}"
-        f"{': ' + result.retrieval.stop if result.retrieval.stop else ''}):"
-    )
+    if spec.family == ADAPTER:
+        click.echo(
+            f"\n{strategy}: {plural(len(result.evidence), 'source')}, "
+            f"{found.details.get('llm_calls', 0)} LLM calls, largest context "
+            f"{found.details.get('largest_context_tokens', 0)} tokens"
+        )
+    else:
+        click.echo(
+            f"\nevidence ({plural(len(result.evidence), 'node')}, most relevant first, "
+            f"{strategy}, {plural(len(found.turns), 'turn')}"
+            f"{': ' + found.stop if found.stop else ''}):"
+        )
     for e in result.evidence:
-        where = f"{e.document} #{e.position:g}" if e.document is not None else "-"
+        where = f"{e.document} #{e.position:g}" if e.document and e.position is not None else "-"
         snippet = " ".join(e.text.split())
         if len(snippet) > width:
             snippet = snippet[: width - 1] + "…"

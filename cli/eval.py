@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from cam_engine.cli.options import echo_json
 from cam_engine.errors import CamError
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
+PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
 
 
 def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
@@ -52,12 +55,42 @@ class _Bar:
             self.bar = None
 
 
+class _Ticker:
+    """A progress line every ``interval`` seconds, for a stderr that is not a terminal
+    (a CI log, nohup): a bar there is one line per update, or nothing for an hour."""
+
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        interval: float = PROGRESS_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.write = write
+        self.interval = interval
+        self.clock = clock
+        self.started = self.last = clock()
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        what = "building memories" if stage == "build" else "asking"
+        unit = "documents" if stage == "build" else "questions"
+        elapsed = now - self.started
+        self.write(f"cam eval: {what}, {done}/{total} {unit} done, {elapsed:.0f} s elapsed")
+
+    def close(self) -> None:
+        pass
+
+
 @click.command("eval")
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--strategies",
-    help="Comma-separated: bm25, dense, cam-global, cam-traverse, cam-prune-grow, "
+    help="Comma-separated: bm25, dense, hybrid, cam-global, cam-traverse, cam-prune-grow, "
     "cam-no-hierarchy, cam-no-flexibility, readagent-lookup, gam-research (default: all; "
     "the adapters only where each question has its own document).",
 )
@@ -68,6 +101,13 @@ class _Bar:
     help="Ask only the first N questions (HotpotQA-style sets also pool fewer documents).",
 )
 @click.option("--level", help="HotpotQA only: keep questions of this level (e.g. hard).")
+@click.option(
+    "--queries",
+    type=click.Choice(["specific", "general"]),
+    help="QMSum only: specific (default: each query's gold turns, scored by evidence "
+    "recall) or general (one summary question per meeting, scored by ROUGE-L and ROUGE-2 "
+    "recall of the reference answer by the context).",
+)
 @click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: haystack tokens.")
 @click.option("--depths", default="0,25,50,75,100", show_default=True, help="NIAH: percent.")
 @click.option(
@@ -100,6 +140,12 @@ class _Bar:
     help="Embedding model (default: $CAM_EMBED_MODEL, else all-MiniLM-L6-v2, bundled).",
 )
 @click.option(
+    "--embed-cache",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep embedding vectors in this .npz between runs: texts embedded by an earlier "
+    "run with the same model are not embedded again.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
 def eval_command(
@@ -109,6 +155,7 @@ def eval_command(
     budgets: str,
     limit: int | None,
     level: str | None,
+    queries: str | None,
     lengths: str,
     depths: str,
     out: Path | None,
@@ -117,6 +164,7 @@ def eval_command(
     model_dir: str | None,
     answer_budget: int,
     embed_model: str | None,
+    embed_cache: Path | None,
     as_json: bool,
 ) -> None:
     """Measure the evidence each strategy puts in an LLM's context, on real data.
@@ -125,31 +173,38 @@ def eval_command(
     ../shared/data/haystacks/paul_graham). Every strategy answers from the same chunks;
     each question's gold evidence (supporting sentences, transcript turns, the needle)
     is looked for in the context cut to each budget. Offline: no LLM is called; with
-    --llm each context is also answered and the answers scored.
+    --llm each context is also answered and the answers scored. Questions without gold
+    evidence are left out and counted, not scored 0. `qmsum --queries general` asks
+    summary questions instead: how much of the reference summary (ROUGE-L and ROUGE-2
+    recall) each context holds. For locomo PATH may be locomo10.json, the
+    locomo10.zip the LoCoMo repository ships, or a folder of its per-conversation files.
+    Without a terminal, a progress line goes to stderr every 30 s.
 
     \b
     KIND jsonl reads your own data, one JSON object per line:
-      {"type": "set", "name": "my-eval"}                  (optional, first)
+      {"type": "set", "name": "my-eval", "scoring": "evidence"}   (optional, first)
       {"type": "document", "id": "d1", "text": "...", "title": "..."}
       {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
        "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
     Gold "text" must occur verbatim in its document; kind is short (exact match, F1)
-    or long (ROUGE).
+    or long (ROUGE). With "scoring": "summary" the answers are reference summaries and
+    gold may be empty: contexts are scored by ROUGE recall of the answers.
     """
     import tempfile
 
     from cam_engine import Environment
-    from cam_engine.bench.stores import CachingEmbedder
     from cam_engine.config import DEFAULT_EMBED_MODEL
     from cam_engine.embed import load_embedder
+    from cam_engine.embed.caching import CachingEmbedder
     from cam_engine.eval.contexts import strategy_names
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
     from cam_engine.eval.niah import length_and_depth, niah_set
     from cam_engine.eval.runner import (
         answer_table,
+        headline,
         markdown_table,
-        paired_table,
+        paired_tables,
         run_eval,
         scope_of,
         write_outputs,
@@ -161,7 +216,13 @@ def eval_command(
         from cam_engine.llm.tasks import ChatAnswerer
 
         answerer = ChatAnswerer(chat_for(llm, Environment.from_env(), model_dir))
-    bar = _Bar(enabled=not as_json and sys.stderr.isatty())
+    if queries is not None and kind != "qmsum":
+        raise click.BadParameter("only for qmsum", param_hint="--queries")
+    bar: _Bar | _Ticker
+    if sys.stderr.isatty():
+        bar = _Bar(enabled=not as_json)
+    else:
+        bar = _Ticker(lambda line: click.echo(line, err=True))
     try:
         if kind == "niah":
             evalset = niah_set(
@@ -170,7 +231,9 @@ def eval_command(
                 depths=_ints(depths, "--depths"),
             )
         else:
-            options = {"level": level} if level else {}
+            options: dict[str, str] = {"level": level} if level else {}
+            if queries is not None:
+                options["queries"] = queries
             evalset = load(kind, path, limit, **options)
         if limit is not None:
             evalset.questions = evalset.questions[:limit]
@@ -188,7 +251,7 @@ def eval_command(
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
         model = embed_model or Environment.from_env().embed_model or DEFAULT_EMBED_MODEL
-        embedder = CachingEmbedder(load_embedder(model))
+        embedder = CachingEmbedder(load_embedder(model), embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
             run = run_eval(
                 evalset,
@@ -202,6 +265,7 @@ def eval_command(
                 answer_budget=answer_budget,
                 progress=bar,
             )
+        embedder.save()  # a no-op without --embed-cache
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -215,7 +279,7 @@ def eval_command(
             for r in run.results:
                 if r.strategy == "cam-prune-grow" or len(run.strategies) == 1:
                     cell = length_and_depth(r.question_id)
-                    by_cell.setdefault(cell, []).append(r.recall[max(run.budgets)])
+                    by_cell.setdefault(cell, []).append(r.scores["recall"][max(run.budgets)])
             if by_cell:
                 values = {c: sum(v) / len(v) for c, v in by_cell.items()}
                 written.append(
@@ -232,14 +296,10 @@ def eval_command(
     if as_json:
         echo_json(run.to_dict())
         return
-    click.echo(
-        f"{run.name}: {run.questions} questions, memories built in {run.build['seconds']} s, "
-        f"CAM top-k {run.build['top_k']}"
-    )
+    click.echo(headline(run))
     click.echo(markdown_table(run))
-    paired = paired_table(run)
-    if paired:
-        click.echo(f"\nquestion by question (recall difference, wins/losses):\n{paired}")
+    for metric, table in paired_tables(run):
+        click.echo(f"\nquestion by question ({metric.label} difference, wins/losses):\n{table}")
     answers = answer_table(run)
     if answers and answerer is not None:
         click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")

@@ -47,13 +47,14 @@ from pathlib import Path
 from typing import Any
 
 from cam_engine.bench import shared_data_dir
-from cam_engine.bench.stores import CachingEmbedder, default_book, percentile, remove
+from cam_engine.bench.stores import default_book, percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
+from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.errors import CamError
 from cam_engine.memory import Memory
-from cam_engine.retrieval import STRATEGIES
+from cam_engine.retrieval.strategies import CAM, STRATEGIES
 from cam_engine.sources import read_text
 from cam_engine.store.base import open_store
 
@@ -246,7 +247,7 @@ def run(
                         info[f"{store_name}_levels"] = [
                             row["nodes"] for row in memory.stats()["levels"]
                         ]
-                        for strategy in STRATEGIES:
+                        for strategy in (n for n, s in STRATEGIES.items() if s.family == CAM):
                             label = f"{corpus.name}/{store_name}/{strategy}"
                             figures = ask_all(memory, caching, corpus, strategy)
                             figures["target_p95_ms"] = TARGET_P95_MS[store_name]

@@ -46,7 +46,8 @@ import numpy as np
 from cam_engine.bench import shared_data_dir
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
-from cam_engine.embed import Embedder, load_embedder
+from cam_engine.embed import load_embedder
+from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import CamError
 from cam_engine.memory import Memory
@@ -63,38 +64,6 @@ TOP_K = 10
 def default_book() -> Path:
     """Frankenstein in ../shared/data beside the checkout."""
     return shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"
-
-
-class CachingEmbedder:
-    """Another embedder's vectors, each text embedded at most once."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-        self._cache: dict[str, np.ndarray] = {}
-        self.computed = 0  # texts embedded by the inner model
-        self.seconds = 0.0  # spent in embed(), cache hits included
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dim(self) -> int:
-        return self._inner.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        start = time.perf_counter()
-        try:
-            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-            if missing:
-                vectors = self._inner.embed(missing)
-                self._cache.update(zip(missing, vectors, strict=True))
-                self.computed += len(missing)
-            if not texts:
-                return np.zeros((0, self.dim), dtype=np.float32)
-            return np.stack([self._cache[t] for t in texts])
-        finally:
-            self.seconds += time.perf_counter() - start
 
 
 def ingest_seconds(reports: Sequence[BatchReport]) -> float:

@@ -4,9 +4,13 @@ Gold evidence is stored as exact text that occurs verbatim in a document, not as
 offsets or chunk ids: the engine is free to chunk documents however it likes, and a
 metric can still tell whether the evidence reached the context it returned.
 
+A set is scored in one of two ways (``EvalSet.scoring``): ``"evidence"``, the share
+of each question's gold items in the context, or ``"summary"``, for summary questions
+without evidence spans: ROUGE recall of the reference answer by the context.
+
 JSONL, one JSON object per line (blank lines are skipped)::
 
-    {"type": "set", "name": "my-eval"}                       (optional, first)
+    {"type": "set", "name": "my-eval", "scoring": "evidence"}   (optional, first)
     {"type": "document", "id": "d1", "text": "...", "title": "..."}
     {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
      "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
@@ -24,6 +28,9 @@ from cam_engine.errors import InputError
 KIND_SHORT = "short"  # span answers, scored by exact match and token F1
 KIND_LONG = "long"  # free-form answers (summaries), scored by ROUGE
 QUESTION_KINDS = (KIND_SHORT, KIND_LONG)
+SCORING_EVIDENCE = "evidence"  # share of the gold items inside the context
+SCORING_SUMMARY = "summary"  # ROUGE recall of the reference answer by the context
+SCORINGS = (SCORING_EVIDENCE, SCORING_SUMMARY)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,20 @@ class EvalSet:
     name: str
     documents: list[EvalDocument]
     questions: list[EvalQuestion]
+    scoring: str = SCORING_EVIDENCE
+
+    def scorable(self, question: EvalQuestion) -> bool:
+        """Whether the question has what its scoring needs: a gold item (evidence) or a
+        non-blank reference answer (summary). One without would score 0 for every
+        strategy whatever it retrieved, so the runner leaves it out and counts it."""
+        if self.scoring == SCORING_SUMMARY:
+            return any(a.strip() for a in question.answers)
+        return bool(question.gold)
+
+    @property
+    def unscorable_reason(self) -> str:
+        """Why ``scorable`` is False, for the run's report."""
+        return "no reference answer" if self.scoring == SCORING_SUMMARY else "no gold evidence"
 
     def validate(self) -> None:
         """Raise InputError (naming the document or question) when the set is inconsistent.
@@ -78,6 +99,10 @@ class EvalSet:
         Checks unique ids, known document ids, valid kinds, and that every gold text is
         non-empty and occurs verbatim in its document: the evidence metrics rely on it.
         """
+        if self.scoring not in SCORINGS:
+            raise InputError(
+                f"eval set {self.name!r}: scoring {self.scoring!r} is not 'evidence' or 'summary'"
+            )
         by_id: dict[str, EvalDocument] = {}
         for doc in self.documents:
             if doc.id in by_id:
@@ -117,7 +142,8 @@ def _preview(text: str, width: int = 40) -> str:
 def write_jsonl(evalset: EvalSet, path: str | Path) -> None:
     """Write the set as JSONL: a ``set`` line, the documents, then the questions."""
     with Path(path).open("w", encoding="utf-8") as out:
-        out.write(json.dumps({"type": "set", "name": evalset.name}, ensure_ascii=False) + "\n")
+        head = {"type": "set", "name": evalset.name, "scoring": evalset.scoring}
+        out.write(json.dumps(head, ensure_ascii=False) + "\n")
         for doc in evalset.documents:
             row: dict[str, Any] = {"type": "document", "id": doc.id, "text": doc.text}
             if doc.title is not None:
@@ -139,7 +165,8 @@ def write_jsonl(evalset: EvalSet, path: str | Path) -> None:
 def load_jsonl(path: str | Path) -> EvalSet:
     """Read and validate a JSONL eval set; InputError naming the file (and line) if bad.
 
-    The set is named by its ``set`` line, or by the file name without extension.
+    The set is named by its ``set`` line, or by the file name without extension; its
+    ``scoring`` is ``"evidence"`` unless the ``set`` line says ``"summary"``.
     """
     path = Path(path)
     try:
@@ -147,6 +174,7 @@ def load_jsonl(path: str | Path) -> EvalSet:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read eval set ({exc})") from exc
     name = path.stem
+    scoring = SCORING_EVIDENCE
     documents: list[EvalDocument] = []
     questions: list[EvalQuestion] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -166,11 +194,14 @@ def load_jsonl(path: str | Path) -> EvalSet:
             questions.append(_question(row, where))
         elif kind == "set":
             name = _string(row, "name", where)
+            scoring = row.get("scoring", SCORING_EVIDENCE)
+            if scoring not in SCORINGS:
+                raise InputError(f"{where}: 'scoring' must be 'evidence' or 'summary'")
         else:
             raise InputError(f"{where}: 'type' must be document, question or set, not {kind!r}")
     if not documents and not questions:
         raise InputError(f"{path}: no documents or questions (expected JSONL eval set)")
-    evalset = EvalSet(name, documents, questions)
+    evalset = EvalSet(name, documents, questions, scoring)
     try:
         evalset.validate()
     except InputError as exc:

@@ -20,6 +20,7 @@ import hashlib
 import inspect
 import json
 import re
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from cam_engine.errors import InputError
 from cam_engine.eval.dataset import (
     KIND_LONG,
+    SCORING_SUMMARY,
     EvalDocument,
     EvalQuestion,
     EvalSet,
@@ -41,7 +43,12 @@ HOTPOT_EXPECTED = "HotpotQA questions {_id, question, answer, context, supportin
 TWOWIKI_EXPECTED = "2WikiMultiHopQA questions {_id, question, answer, context, supporting_facts}"
 MUSIQUE_EXPECTED = "MuSiQue questions {id, question, answer, paragraphs}"
 QMSUM_EXPECTED = "QMSum meetings {meeting_transcripts, specific_query_list}"
-LOCOMO_EXPECTED = "LoCoMo samples {sample_id, conversation, qa}"
+QMSUM_GENERAL_EXPECTED = "QMSum meetings {meeting_transcripts, general_query_list}"
+QMSUM_QUERIES = ("specific", "general")
+LOCOMO_EXPECTED = (
+    "LoCoMo samples {sample_id, conversation, qa} (locomo10.json) or conversations "
+    "{speaker_a, speaker_b, session_N, qa} (locomo10.zip's one file each)"
+)
 
 # What malformed records raise while being converted; turned into one-line InputErrors.
 _SHAPE_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
@@ -56,6 +63,11 @@ def read_records(path: Path, expected: str) -> list[Record]:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc}); expected {expected}") from exc
+    return parse_records(text, path, expected)
+
+
+def parse_records(text: str, path: Path, expected: str) -> list[Record]:
+    """``read_records`` for text already read; ``path`` names it in errors."""
     stripped = text.lstrip()
     if not stripped:
         raise InputError(f"{path}: file is empty; expected {expected}")
@@ -263,35 +275,58 @@ def _musique_question(row: dict[str, Any], pool: _Pool) -> EvalQuestion:
 # ----------------------------------------------------------------------------- meetings, dialogue
 
 
-def load_qmsum(path: str | Path, limit: int | None = None) -> EvalSet:
-    """QMSum: one document per meeting, its specific queries as long-answer questions.
+def load_qmsum(path: str | Path, limit: int | None = None, *, queries: str = "specific") -> EvalSet:
+    """QMSum: one document per meeting, its queries as long-answer questions.
 
     Document text is the turns as ``"Speaker: content"`` joined by blank lines (turns
-    with empty content are left out); gold = each turn inside the query's inclusive
-    ``relevant_text_span`` ranges. General queries ("summarize the meeting") have no
-    evidence spans and are not loaded. The meeting id is ``meeting_id``/``id`` when
-    present, else ``<file stem>-<line number>``.
+    with empty content are left out). ``queries="specific"`` (the default) loads the
+    specific queries, gold = each turn inside the query's inclusive
+    ``relevant_text_span`` ranges. ``queries="general"`` loads the general queries
+    ("Summarize the whole meeting.", one per meeting), which have no evidence spans: the
+    set's scoring is then "summary", the ROUGE recall of the reference answer by each
+    strategy's context. The meeting id is ``meeting_id``/``id`` when present, else
+    ``<file stem>-<line number>``.
     """
     _check_limit(limit)
+    if queries not in QMSUM_QUERIES:
+        raise InputError(f"QMSum queries must be 'specific' or 'general', not {queries!r}")
+    general = queries == "general"
+    expected = QMSUM_GENERAL_EXPECTED if general else QMSUM_EXPECTED
     path = Path(path)
     documents: list[EvalDocument] = []
     questions: list[EvalQuestion] = []
-    for number, row in read_records(path, QMSUM_EXPECTED):
+    for number, row in read_records(path, expected):
         room = None if limit is None else limit - len(questions)
         if room == 0:
             break
         meeting = str(row.get("meeting_id", row.get("id", f"{path.stem}-{number}")))
-        document, asked = _convert(path, number, QMSUM_EXPECTED, _meeting, row, meeting, room)
+        document, asked = _convert(path, number, expected, _meeting, row, meeting, room, general)
         if asked:
             documents.append(document)
             questions.extend(asked)
+    if general:
+        return EvalSet(f"qmsum-general/{path.stem}", documents, questions, SCORING_SUMMARY)
     return EvalSet(f"qmsum/{path.stem}", documents, questions)
 
 
 def _meeting(
-    row: dict[str, Any], meeting: str, room: int | None
+    row: dict[str, Any], meeting: str, room: int | None, general: bool = False
 ) -> tuple[EvalDocument, list[EvalQuestion]]:
     turns = [_turn(t["speaker"], t["content"]) for t in row["meeting_transcripts"]]
+    document = EvalDocument(meeting, "\n\n".join(t for t in turns if t))
+    if general:
+        asked = [
+            EvalQuestion(
+                id=f"{meeting}/g{j}",
+                question=str(query["query"]),
+                answers=_answers(query.get("answer")),
+                gold=(),
+                doc_ids=(meeting,),
+                kind=KIND_LONG,
+            )
+            for j, query in enumerate(row["general_query_list"][:room])
+        ]
+        return document, asked
     questions: list[EvalQuestion] = []
     for j, query in enumerate(row["specific_query_list"][:room]):
         indexes = _span_indexes(query.get("relevant_text_span") or [], len(turns))
@@ -306,7 +341,7 @@ def _meeting(
                 kind=KIND_LONG,
             )
         )
-    return EvalDocument(meeting, "\n\n".join(t for t in turns if t)), questions
+    return document, questions
 
 
 def _turn(speaker: str, content: str) -> str:
@@ -330,6 +365,14 @@ _DIA_ID = re.compile(r"D\d+:\d+")
 def load_locomo(path: str | Path, limit: int | None = None) -> EvalSet:
     """LoCoMo: one document per conversation, its QA pairs as short-answer questions.
 
+    Reads both layouts the data has been published in: ``locomo10.json``, a list of
+    ``{sample_id, conversation, qa}`` samples, and what snap-research/locomo ships today,
+    ``data/locomo10.zip`` holding ``data/multimodal_dialog/locomo10_v2/<n>.json``: one
+    file per conversation whose top level is the conversation itself (``speaker_a``,
+    ``session_N`` ...) with ``qa`` beside it and no ``sample_id``; there the file name
+    (``26``) is the conversation id. PATH may be either file, that zip as shipped, or a
+    folder of the per-conversation files (read in numeric order).
+
     The document is each session in order, a ``Session N (date)`` line then its turns as
     ``"Speaker: text"`` (a shared image adds ``[shared image: caption]``), all joined by
     blank lines. Gold = the turns named in ``evidence`` (ids that name no turn, a known
@@ -340,20 +383,68 @@ def load_locomo(path: str | Path, limit: int | None = None) -> EvalSet:
     path = Path(path)
     documents: list[EvalDocument] = []
     questions: list[EvalQuestion] = []
-    for number, row in read_records(path, LOCOMO_EXPECTED):
-        room = None if limit is None else limit - len(questions)
-        if room == 0:
-            break
-        document, asked = _convert(path, number, LOCOMO_EXPECTED, _dialogue, row, room)
-        if asked:
-            documents.append(document)
-            questions.extend(asked)
+    for where, name, text in _locomo_files(path):
+        records = parse_records(text, where, LOCOMO_EXPECTED)
+        for number, row in records:
+            room = None if limit is None else limit - len(questions)
+            if room == 0:
+                break
+            # One conversation per file has no sample_id: the file name is its id.
+            default_id = name if len(records) == 1 else f"{name}-{number}"
+            document, asked = _convert(
+                where, number, LOCOMO_EXPECTED, _dialogue, row, default_id, room
+            )
+            if asked:
+                documents.append(document)
+                questions.extend(asked)
     return EvalSet(f"locomo/{path.stem}", documents, questions)
 
 
-def _dialogue(row: dict[str, Any], room: int | None) -> tuple[EvalDocument, list[EvalQuestion]]:
-    doc_id = str(row["sample_id"])
-    conversation = row["conversation"]
+def _locomo_files(path: Path) -> list[tuple[Path, str, str]]:
+    """(where, name, text) of each JSON file: ``path`` itself, the .json files of a
+    folder, or the .json members of a zip archive, in numeric-then-name order."""
+    if path.is_dir():
+        files = sorted(path.glob("*.json"), key=lambda f: _numeric_first(f.stem))
+        if not files:
+            raise InputError(f"{path}: no .json files in this folder; expected {LOCOMO_EXPECTED}")
+        return [(f, f.stem, _read_text(f)) for f in files]
+    if path.suffix.lower() != ".zip":
+        return [(path, path.stem, _read_text(path))]
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = [
+                m for m in archive.namelist() if m.lower().endswith(".json") and "__MACOSX" not in m
+            ]
+            members.sort(key=lambda m: _numeric_first(Path(m).stem))
+            texts = [(m, archive.read(m).decode("utf-8-sig")) for m in members]
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the zip archive ({exc})") from exc
+    if not texts:
+        raise InputError(f"{path}: no .json files in this archive; expected {LOCOMO_EXPECTED}")
+    return [(path / member, Path(member).stem, text) for member, text in texts]
+
+
+def _numeric_first(stem: str) -> tuple[int, str]:
+    """Sort key putting 2.json before 10.json."""
+    return (int(stem), "") if stem.isdigit() else (1 << 62, stem)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc}); expected {LOCOMO_EXPECTED}") from exc
+
+
+def _dialogue(
+    row: dict[str, Any], default_id: str, room: int | None
+) -> tuple[EvalDocument, list[EvalQuestion]]:
+    doc_id = str(row.get("sample_id", default_id))
+    # locomo10.json wraps the sessions in "conversation"; the per-conversation files
+    # of locomo10.zip have them at the top level.
+    conversation = row.get("conversation", row)
+    if not any(_SESSION.fullmatch(key) for key in conversation):
+        raise ValueError("no session_N turns")
     paragraphs, by_dia_id = _sessions(conversation)
     answerable = [qa for qa in row["qa"] if _answers(qa.get("answer"))]
     questions: list[EvalQuestion] = []
@@ -408,7 +499,7 @@ def load_own_jsonl(path: str | Path, limit: int | None = None) -> EvalSet:
     questions = evalset.questions[:limit]
     needed = {d for q in questions for d in (*q.doc_ids, *q.gold_doc_ids)}
     documents = [d for d in evalset.documents if d.id in needed]
-    return EvalSet(evalset.name, documents, questions)
+    return EvalSet(evalset.name, documents, questions, evalset.scoring)
 
 
 LOADERS: dict[str, Callable[..., EvalSet]] = {
@@ -420,6 +511,7 @@ LOADERS: dict[str, Callable[..., EvalSet]] = {
     "jsonl": load_own_jsonl,
 }
 KINDS = tuple(LOADERS)
+FOLDER_KINDS = {"locomo"}  # loaders that also read a folder of files
 
 
 def load(kind: str, path: str | Path, limit: int | None = None, **options: Any) -> EvalSet:
@@ -431,6 +523,6 @@ def load(kind: str, path: str | Path, limit: int | None = None, **options: Any) 
     for option in options:
         if option in ("path", "limit") or option not in accepted:
             raise InputError(f"eval data kind {kind!r} takes no option {option!r}")
-    if not Path(path).is_file():
+    if not (Path(path).is_file() or (kind in FOLDER_KINDS and Path(path).is_dir())):
         raise InputError(f"{path}: no such file (expected {kind} eval data)")
     return loader(path, limit, **options)

@@ -15,27 +15,33 @@ if TYPE_CHECKING:
 
 
 def recall_plot(run: EvalRun, path: Path) -> Path:
-    """Evidence recall against the token budget, one line per strategy, with the 95%
-    bootstrap interval as a band."""
+    """Each compared metric (evidence recall; or ROUGE-L and ROUGE-2 recall of the
+    reference) against the token budget, one panel per metric, one line per strategy,
+    with the 95% bootstrap interval as a band."""
     rows = run.summary()
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for strategy in run.strategies:
-        mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["budget"])
-        if not mine:
-            continue
-        budgets = [r["budget"] for r in mine]
-        axes.plot(budgets, [r["recall"] for r in mine], marker="o", label=strategy)
-        axes.fill_between(
-            budgets, [r["recall_low"] for r in mine], [r["recall_high"] for r in mine], alpha=0.12
-        )
-    axes.set_xscale("log", base=2)
-    axes.set_xticks(run.budgets, [str(b) for b in run.budgets])
-    axes.set_xlabel("context budget (tokens)")
-    axes.set_ylabel("gold evidence recall")
-    axes.set_ylim(0, 1)
-    axes.set_title(f"{run.name}: {run.questions} questions")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
+    metrics = run.compared
+    figure, panels = plt.subplots(1, len(metrics), figsize=(7 * len(metrics), 4.5), squeeze=False)
+    for metric, axes in zip(metrics, panels[0], strict=True):
+        for strategy in run.strategies:
+            mine = sorted((r for r in rows if r["strategy"] == strategy), key=lambda r: r["budget"])
+            if not mine:
+                continue
+            budgets = [r["budget"] for r in mine]
+            axes.plot(budgets, [r[metric.key] for r in mine], marker="o", label=strategy)
+            axes.fill_between(
+                budgets,
+                [r[f"{metric.key}_low"] for r in mine],
+                [r[f"{metric.key}_high"] for r in mine],
+                alpha=0.12,
+            )
+        axes.set_xscale("log", base=2)
+        axes.set_xticks(run.budgets, [str(b) for b in run.budgets])
+        axes.set_xlabel("context budget (tokens)")
+        axes.set_ylabel(metric.axis)
+        axes.set_ylim(0, 1)
+        axes.set_title(f"{run.name}: {run.questions} questions")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

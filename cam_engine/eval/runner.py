@@ -7,6 +7,12 @@ MuSiQue, 2Wiki: the CAM paper's Appendix G setting) all documents are pooled int
 one. Memories live in one SQLite file under ``--out`` (one named memory each), built
 with one embedder whose vectors are cached by text, so the no-ego-splitting ablation
 re-embeds nothing but its own summaries.
+
+What is scored depends on the set's ``scoring``: "evidence" (the share of the gold
+items inside each budget's context, and the reciprocal rank of the first passage
+holding one) or "summary" (ROUGE-L and ROUGE-2 recall of the reference answer by
+the context, for summary questions such as QMSum's general queries). A question
+without what its scoring needs is left out and counted (``EvalRun.excluded``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
+from cam_engine.engine.reports import BatchReport
+from cam_engine.errors import InputError
 from cam_engine.eval.contexts import (
     NEEDS_ABLATION,
     NEEDS_VIEW,
@@ -30,7 +38,13 @@ from cam_engine.eval.contexts import (
     RankedContext,
     Scope,
 )
-from cam_engine.eval.dataset import KIND_LONG, EvalQuestion, EvalSet
+from cam_engine.eval.dataset import (
+    KIND_LONG,
+    SCORING_EVIDENCE,
+    SCORING_SUMMARY,
+    EvalQuestion,
+    EvalSet,
+)
 from cam_engine.eval.metrics import (
     DEFAULT_RULE,
     Rule,
@@ -40,6 +54,7 @@ from cam_engine.eval.metrics import (
     exact_match,
     reciprocal_rank,
     rouge,
+    rouge_recall,
     sub_em,
     token_f1,
     truncate_to_budget,
@@ -55,12 +70,37 @@ POOLED_THETA = 0.32  # docs/defaults.md: pooled short documents need a lower thr
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
+@dataclass(frozen=True)
+class Metric:
+    """A per-budget score of a context: its key in results, its names in tables and plots."""
+
+    key: str
+    label: str  # column header and table titles
+    axis: str  # plot axis
+    # Shown with its 95% interval, compared question by question and plotted; MRR is
+    # a secondary figure and gets none of those.
+    compared: bool = True
+
+
+METRICS: dict[str, tuple[Metric, ...]] = {
+    SCORING_EVIDENCE: (
+        Metric("recall", "recall", "gold evidence recall"),
+        Metric("mrr", "MRR", "MRR", compared=False),
+    ),
+    SCORING_SUMMARY: (
+        Metric("rouge_l_recall", "ROUGE-L recall", "ROUGE-L recall of the reference"),
+        Metric("rouge2_recall", "ROUGE-2 recall", "ROUGE-2 recall of the reference"),
+    ),
+}
+
+
 @dataclass
 class QuestionResult:
     question_id: str
     strategy: str
-    recall: dict[int, float]  # budget -> share of gold items in the context
-    mrr: dict[int, float]
+    # metric key -> budget -> value: recall (share of gold items in the context) and
+    # mrr, or rouge_l_recall and rouge2_recall (see METRICS)
+    scores: dict[str, dict[int, float]]
     tokens: dict[int, int]  # context tokens actually used, per budget
     seconds: float
     llm_calls: int
@@ -74,52 +114,69 @@ class QuestionResult:
     answer_tokens: int = 0
     answer_seconds: float = 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, with each metric's per-budget values at the top level
+        (``"recall": {budget: value}``), as results.json has always had them."""
+        row = asdict(self)
+        return {**{k: v for k, v in row.items() if k != "scores"}, **row["scores"]}
+
 
 @dataclass
 class EvalRun:
     name: str
     strategies: list[str]
     budgets: list[int]
-    questions: int
+    questions: int  # questions scored (``excluded`` ones not included)
     build: dict[str, Any]  # memories, chunks, seconds, summaries, llm calls
     results: list[QuestionResult] = field(default_factory=list)
+    scoring: str = SCORING_EVIDENCE
+    excluded: list[str] = field(default_factory=list)  # ids of questions not scored
+    excluded_reason: str = ""  # why: "no gold evidence" or "no reference answer"
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        return METRICS[self.scoring]
+
+    @property
+    def compared(self) -> list[Metric]:
+        """The metrics compared question by question (recall; or ROUGE-L and ROUGE-2)."""
+        return [m for m in self.metrics if m.compared]
 
     def summary(self) -> list[dict[str, Any]]:
-        """Per strategy and budget: mean recall and MRR with 95% bootstrap intervals."""
+        """Per strategy and budget: each metric's mean with its 95% bootstrap interval
+        (``recall``, ``recall_low``, ``recall_high``, ``mrr``, ...)."""
         rows = []
         for strategy in self.strategies:
             mine = [r for r in self.results if r.strategy == strategy]
             if not mine:
                 continue
             for budget in self.budgets:
-                recall = bootstrap_ci([r.recall[budget] for r in mine])
-                mrr = bootstrap_ci([r.mrr[budget] for r in mine])
-                rows.append(
-                    {
-                        "strategy": strategy,
-                        "budget": budget,
-                        "recall": recall[0],
-                        "recall_low": recall[1],
-                        "recall_high": recall[2],
-                        "mrr": mrr[0],
-                        "mrr_low": mrr[1],
-                        "mrr_high": mrr[2],
-                        "tokens": float(np.mean([r.tokens[budget] for r in mine])),
-                        "seconds_per_question": float(np.mean([r.seconds for r in mine])),
-                        "llm_calls_per_question": float(np.mean([r.llm_calls for r in mine])),
-                        "questions": len(mine),
-                    }
-                )
+                row: dict[str, Any] = {"strategy": strategy, "budget": budget}
+                for metric in self.metrics:
+                    mean, low, high = bootstrap_ci([r.scores[metric.key][budget] for r in mine])
+                    row[metric.key] = mean
+                    row[f"{metric.key}_low"], row[f"{metric.key}_high"] = low, high
+                row["tokens"] = float(np.mean([r.tokens[budget] for r in mine]))
+                row["seconds_per_question"] = float(np.mean([r.seconds for r in mine]))
+                row["llm_calls_per_question"] = float(np.mean([r.llm_calls for r in mine]))
+                row["questions"] = len(mine)
+                rows.append(row)
         return rows
 
-    def paired(self, strategy: str, budget: int) -> list[dict[str, Any]]:
+    def paired(self, strategy: str, budget: int, metric: str | None = None) -> list[dict[str, Any]]:
         """``strategy`` against every other on the same questions: the mean difference of
-        recall at ``budget`` with a paired 95% bootstrap interval, and how many questions
-        each side wins. Paired intervals are much tighter than comparing two means."""
-        mine = {r.question_id: r.recall[budget] for r in self.results if r.strategy == strategy}
+        ``metric`` (default: the first compared one, recall or ROUGE-L recall) at
+        ``budget`` with a paired 95% bootstrap interval, and how many questions each
+        side wins. Paired intervals are much tighter than comparing two means."""
+        key = metric or self.compared[0].key
+        mine = {
+            r.question_id: r.scores[key][budget] for r in self.results if r.strategy == strategy
+        }
         rows = []
         for other in self.strategies:
-            theirs = {r.question_id: r.recall[budget] for r in self.results if r.strategy == other}
+            theirs = {
+                r.question_id: r.scores[key][budget] for r in self.results if r.strategy == other
+            }
             common = sorted(mine.keys() & theirs.keys())
             if other == strategy or not common:
                 continue
@@ -129,6 +186,7 @@ class EvalRun:
                 {
                     "strategy": strategy,
                     "other": other,
+                    "metric": key,
                     "budget": budget,
                     "difference": mean,
                     "low": low,
@@ -159,9 +217,16 @@ class EvalRun:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "scoring": self.scoring,
+            "metrics": [m.key for m in self.metrics],
             "strategies": self.strategies,
             "budgets": self.budgets,
             "questions": self.questions,
+            "excluded": {
+                "count": len(self.excluded),
+                "reason": self.excluded_reason,
+                "ids": self.excluded,
+            },
             "build": self.build,
             "summary": self.summary(),
             "answers": self.answer_summary(),
@@ -169,10 +234,11 @@ class EvalRun:
                 row
                 for strategy in self.strategies
                 if strategy == PAIRED_WITH
+                for metric in self.compared
                 for budget in self.budgets
-                for row in self.paired(strategy, budget)
+                for row in self.paired(strategy, budget, metric.key)
             ],
-            "results": [asdict(r) for r in self.results],
+            "results": [r.to_dict() for r in self.results],
         }
 
 
@@ -211,8 +277,19 @@ def run_eval(
     "coverage" for paragraphs and turns that can straddle chunks, "substring" for a
     needle, whose one informative token is the number. With an ``answerer`` (an LLM),
     each strategy's context cut to ``answer_budget`` tokens is also answered and scored.
+    Questions the set cannot score (``EvalSet.scorable``) are left out before anything
+    is built and listed in ``EvalRun.excluded``; InputError when none is left.
     """
     evalset.validate()
+    excluded = [q.id for q in evalset.questions if not evalset.scorable(q)]
+    if excluded:
+        kept = [q for q in evalset.questions if evalset.scorable(q)]
+        if not kept:
+            raise InputError(
+                f"{evalset.name}: none of the {len(excluded)} questions can be scored "
+                f"({evalset.unscorable_reason})"
+            )
+        evalset = replace(evalset, questions=kept)
     notify = progress or (lambda stage, done, total: None)
     scopes = scope_of(evalset)
     chosen = settings_for(evalset, scopes, settings or Settings(embed_model=embedder.name))
@@ -242,9 +319,25 @@ def run_eval(
         # Short documents share batches: one batch per paragraph would run the whole
         # hierarchy update 2,000 times for pooled HotpotQA.
         pairs = [(doc_id, texts[doc_id]) for doc_id in doc_ids]
-        reports = [memory.ingest_documents(pairs, batch_size=BATCH_SIZE)]
+
+        written = [0]  # chunks, over the batches of this scope so far
+
+        def tick(
+            batch: BatchReport,
+            done: int = documents_done,
+            size: int = len(pairs),
+            written: list[int] = written,
+        ) -> None:
+            # A pooled memory or a long haystack is one step of minutes, so each batch
+            # reports too. Pooled batches mix short documents of about one chunk each:
+            # chunks written approximate the documents reached (at most all of them).
+            written[0] += batch.chunks_added + batch.chunks_skipped
+            reached = min(written[0], size) if size > 1 else 0
+            notify("build", done + reached, documents_total)
+
+        reports = [memory.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick)]
         if flat is not None:
-            reports.append(flat.ingest_documents(pairs, batch_size=BATCH_SIZE))
+            reports.append(flat.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick))
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
         for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
             from cam_engine.adapters.registry import VIEW_BUILDERS
@@ -262,7 +355,16 @@ def run_eval(
     build["llm_calls"] = llm_calls  # 0 with the extractive summarizer and views
 
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
-    run = EvalRun(evalset.name, list(strategies), list(budgets), len(evalset.questions), build)
+    run = EvalRun(
+        evalset.name,
+        list(strategies),
+        list(budgets),
+        len(evalset.questions),
+        build,
+        scoring=evalset.scoring,
+        excluded=excluded,
+        excluded_reason=evalset.unscorable_reason if excluded else "",
+    )
     try:
         total = len(evalset.questions)
         for done, question in enumerate(evalset.questions, start=1):
@@ -270,7 +372,9 @@ def run_eval(
             scope = built["pool"] if "pool" in built else built[by_doc[question.doc_ids[0]]]
             vector = embedder.embed([question.question])[0]
             for strategy in strategies:
-                result, ranked = _score(scope, question, vector, strategy, budgets, rule)
+                result, ranked = _score(
+                    scope, question, vector, strategy, budgets, rule, evalset.scoring
+                )
                 if answerer is not None:
                     _answer(result, answerer, question, ranked, answer_budget)
                 run.results.append(result)
@@ -290,22 +394,28 @@ def _score(
     strategy: str,
     budgets: Sequence[int],
     rule: Rule,
+    scoring: str = SCORING_EVIDENCE,
 ) -> tuple[QuestionResult, RankedContext]:
     start = time.perf_counter()
     ranked: RankedContext = STRATEGIES[strategy](scope, question.question, vector)
     seconds = time.perf_counter() - start
     gold = [g.text for g in question.gold]
-    recall, mrr, tokens = {}, {}, {}
+    scores: dict[str, dict[int, float]] = {m.key: {} for m in METRICS[scoring]}
+    tokens = {}
     for budget in budgets:
         context = truncate_to_budget(ranked.passages, budget)
-        recall[budget] = evidence_recall(context, gold, rule=rule)
-        mrr[budget] = reciprocal_rank(context, gold, rule=rule)
+        if scoring == SCORING_SUMMARY:
+            found = rouge_recall(context, question.answers)
+            scores["rouge_l_recall"][budget] = found.rouge_l
+            scores["rouge2_recall"][budget] = found.rouge2
+        else:
+            scores["recall"][budget] = evidence_recall(context, gold, rule=rule)
+            scores["mrr"][budget] = reciprocal_rank(context, gold, rule=rule)
         tokens[budget] = sum(approx_tokens(p) for p in context)
     result = QuestionResult(
         question.id,
         strategy,
-        recall,
-        mrr,
+        scores,
         tokens,
         round(seconds, 4),
         ranked.usage.calls,
@@ -362,16 +472,20 @@ def answer_table(run: EvalRun) -> str:
     return "\n".join(lines)
 
 
-def paired_table(run: EvalRun) -> str:
-    """cam-prune-grow minus each other strategy, per budget: mean [95% CI] (wins/losses)."""
+def paired_table(run: EvalRun, metric: Metric | None = None) -> str:
+    """cam-prune-grow minus each other strategy, per budget: mean [95% CI] (wins/losses),
+    of ``metric`` (default: the first compared one, recall or ROUGE-L recall)."""
     if PAIRED_WITH not in run.strategies or len(run.strategies) < 2:
         return ""
+    key = (metric or run.compared[0]).key
     others = [s for s in run.strategies if s != PAIRED_WITH]
     lines = [
         f"| {PAIRED_WITH} minus | " + " | ".join(f"@{b}" for b in run.budgets) + " |",
         "|---" * (1 + len(run.budgets)) + "|",
     ]
-    rows = {(r["other"], r["budget"]): r for b in run.budgets for r in run.paired(PAIRED_WITH, b)}
+    rows = {
+        (r["other"], r["budget"]): r for b in run.budgets for r in run.paired(PAIRED_WITH, b, key)
+    }
     for other in others:
         cells = []
         for b in run.budgets:
@@ -386,23 +500,46 @@ def paired_table(run: EvalRun) -> str:
     return "\n".join(lines)
 
 
+def paired_tables(run: EvalRun) -> list[tuple[Metric, str]]:
+    """One paired table per compared metric (recall; or ROUGE-L and ROUGE-2 recall)."""
+    tables = [(m, paired_table(run, m)) for m in run.compared]
+    return [(m, t) for m, t in tables if t]
+
+
 def markdown_table(run: EvalRun) -> str:
-    """Recall (95% CI) and MRR per strategy (rows) and budget (columns)."""
-    head = "| strategy | " + " | ".join(f"recall@{b}" for b in run.budgets)
-    head += " | " + " | ".join(f"MRR@{b}" for b in run.budgets) + " |"
-    lines = [head, "|---" * (1 + 2 * len(run.budgets)) + "|"]
+    """Each metric per strategy (rows) and budget (columns); compared metrics (recall,
+    ROUGE recall) with their 95% CI, MRR without."""
+    head = "| strategy | " + " | ".join(f"{m.label}@{b}" for m in run.metrics for b in run.budgets)
+    lines = [head + " |", "|---" * (1 + len(run.metrics) * len(run.budgets)) + "|"]
     rows = run.summary()
     for strategy in run.strategies:
         mine = {r["budget"]: r for r in rows if r["strategy"] == strategy}
         if not mine:
             continue
-        recalls = [
-            f"{mine[b]['recall']:.3f} [{mine[b]['recall_low']:.3f}, {mine[b]['recall_high']:.3f}]"
-            for b in run.budgets
-        ]
-        mrrs = [f"{mine[b]['mrr']:.3f}" for b in run.budgets]
-        lines.append(f"| {strategy} | " + " | ".join(recalls + mrrs) + " |")
+        cells = []
+        for m in run.metrics:
+            for b in run.budgets:
+                row = mine[b]
+                cell = f"{row[m.key]:.3f}"
+                if m.compared:
+                    cell += f" [{row[m.key + '_low']:.3f}, {row[m.key + '_high']:.3f}]"
+                cells.append(cell)
+        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def headline(run: EvalRun) -> str:
+    """The run in one line: questions scored and left out, build time, localization."""
+    excluded = f" ({len(run.excluded)} excluded: {run.excluded_reason})" if run.excluded else ""
+    what = (
+        "summary questions, scored by ROUGE recall"
+        if run.scoring == SCORING_SUMMARY
+        else ("questions")
+    )
+    return (
+        f"{run.name}: {run.questions} {what}{excluded}, memories built in "
+        f"{run.build['seconds']} s, CAM top-k {run.build['top_k']}"
+    )
 
 
 def write_outputs(run: EvalRun, out: Path) -> list[Path]:
@@ -410,7 +547,8 @@ def write_outputs(run: EvalRun, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "results.json", out / "table.md"]
     written[0].write_text(json.dumps(run.to_dict(), indent=1, sort_keys=True))
-    parts = [markdown_table(run), paired_table(run), answer_table(run)]
+    paired = [f"{m.label}, question by question:\n\n{t}" for m, t in paired_tables(run)]
+    parts = [markdown_table(run), *paired, answer_table(run)]
     written[1].write_text("\n\n".join(p for p in parts if p) + "\n")
     from cam_engine.eval.plots import recall_plot
 

@@ -96,6 +96,7 @@ class Candidate:
 
     text: str
     vector: Any = None  # np.ndarray | None; unit length
+    score: float | None = None  # retrieval's relevance to the question, when it has one
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -253,19 +254,17 @@ class ExtractiveSummarizer:
 class ExtractiveSelector:
     """Selects candidates by cosine to the question: those within ``margin`` of the best
     candidate of the turn and at least ``min_similarity``, the best ``max_chosen`` of
-    them at most (an LLM selector also names a handful, not everything plausible).
+    them at most. Prune-and-grow's offline default is now
+    ``cam_engine.retrieval.RelevanceSelector`` (hybrid relevance, which also sees what
+    only the question's words find; docs/evaluation.md); this one remains for callers
+    who want selection by meaning alone.
 
     An absolute threshold alone does not work with MiniLM: on 60 HotpotQA questions the
     gold paragraphs' cosine to the question has median 0.53, but the distractors' p75 is
-    0.50. Tuned with ``python -m cam_engine.bench.selector`` on the 100 hard HotpotQA
-    questions (not the 200 we report on) and the Frankenstein questions of the ask
-    benchmark (docs/evaluation.md): margin 0.3 finds more gold than 0.1 (recall at 1,000
-    tokens 0.802 with the cap below, against 0.717 for margin 0.1), but without a cap it
-    lets a book's similar-looking chunks through turn after turn (276 nodes activated
-    on average, up to 558), which is why at most 8 are chosen per turn (40 over 5). The
-    floor matters when every candidate is weak: a needle-in-a-haystack chunk (one
-    sentence in a paragraph of essay) scores 0.28-0.59 against its question, and 0.3
-    lost two of ten needles that were the best candidate by far.
+    0.50. The margin (0.3), the cap (8 per turn) and the floor (0.2) were tuned on the
+    100 hard HotpotQA questions and Frankenstein: without a cap a wide margin lets a
+    book's similar-looking chunks through turn after turn, and a floor of 0.3 lost
+    needle-in-a-haystack chunks that were the best candidate by far.
     """
 
     def __init__(
@@ -310,38 +309,224 @@ class ExtractiveSelector:
         return Selection([int(i) for i in chosen[: self.max_chosen]], EXTRACTIVE, Usage())
 
 
-class ExtractiveAnswerer:
-    """Answers with the sentences of the context that best match the question (BM25 over
-    the context's sentences), each once, in their original order. No model: it quotes."""
+# Words that point back to the sentence before: a sentence opening with one is quoted
+# together with the sentence before it ("He approached; ..." says nothing on its own).
+_LEADS_BACK = frozenset(
+    [
+        *("he", "she", "it", "they", "him", "her", "them", "his", "its", "their"),
+        *("this", "that", "these", "those", "there", "then", "here", "such"),
+        *("but", "yet", "so", "and", "or", "nor", "thus", "hence"),
+    ]
+)
+_ENDS_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*$")
+_ELLIPSIS = " …"  # how an extractive summary marks a sentence cut at its word budget
 
-    def __init__(self, sentences: int = 3) -> None:
+
+def _stem(word: str) -> str:
+    """A light suffix stripper, so that "murdered" and "murder" (or "glaciers" and
+    "glacier") match; "-ing" stays, or "meeting" (a noun) would answer "meet". It
+    only has to be consistent, not a lemma."""
+    for suffix, keep in (("'s", ""), ("ies", "y"), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: -len(suffix)] + keep
+    return word
+
+
+def _terms(text: str) -> list[str]:
+    return [_stem(w) for w in content_words(text)]
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    key: str
+    passage: int  # the passage its first copy is in
+    index: int  # its place in that passage's sentences
+
+
+def _evidence_sentences(passages: Sequence[str]) -> list[_Sentence]:
+    """Each sentence of the passages once, as its first copy (the engine gives chunks
+    before the summaries that quote them), in the order they came.
+
+    A sentence a summary cut short (it ends in " …") is left out when the whole
+    sentence is in the evidence too.
+    """
+    first: dict[str, _Sentence] = {}
+    for p, text in enumerate(passages):
+        for i, s in enumerate(split_sentences(text)):
+            key = _key(s.removesuffix(_ELLIPSIS.strip()).rstrip())
+            first.setdefault(key, _Sentence(s, key, p, i))
+    whole = [s.key for s in first.values() if not s.text.endswith(_ELLIPSIS.strip())]
+    kept = [
+        s
+        for s in first.values()
+        if not s.text.endswith(_ELLIPSIS.strip()) or not any(s.key in other for other in whole)
+    ]
+    return kept
+
+
+_RANK_HALF = 2  # passages: the prior of the passage at this rank (from 0) is half the first's
+_FULL = 12  # words: a shorter sentence's own score is scaled by sqrt(words / _FULL)
+_WINDOW = 3  # sentences read together when a sentence is scored in its place
+
+
+def _windows(units: Sequence[_Sentence]) -> list[list[int]]:
+    """Runs of ``_WINDOW`` consecutive sentences of each passage (indices into units;
+    a passage with fewer sentences is one run)."""
+    by_passage: dict[int, list[int]] = {}
+    for n, u in enumerate(units):
+        by_passage.setdefault(u.passage, []).append(n)
+    runs: list[list[int]] = []
+    for members in by_passage.values():
+        last = max(len(members) - _WINDOW, 0)
+        runs.extend(members[i : i + _WINDOW] for i in range(last + 1))
+    return runs
+
+
+def _unit_scale(scores: np.ndarray) -> np.ndarray:
+    """Scores divided by the best one (all zero when none is positive)."""
+    top = float(scores.max()) if scores.size else 0.0
+    return np.clip(scores / top, 0.0, None) if top > 0 else np.zeros_like(scores)
+
+
+def rank_passages(question_vector: np.ndarray, passage_vectors: Sequence[np.ndarray]) -> list[int]:
+    """Indices of the passages, most relevant to the question first.
+
+    Each entry of ``passage_vectors`` is one vector (shape ``(dim,)``) or the vectors
+    of the passage's nodes (shape ``(n, dim)``; a passage of adjacent chunks has
+    several): a passage scores its best node's cosine. Vectors are unit length, as
+    the embedders return them. Ties keep the given order; a passage without vectors
+    goes last.
+    """
+    q = np.asarray(question_vector, dtype=np.float64).ravel()
+    scores = []
+    for vectors in passage_vectors:
+        matrix = np.asarray(vectors, dtype=np.float64).reshape(-1, q.size)
+        scores.append(float((matrix @ q).max()) if len(matrix) else -np.inf)
+    return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+class ExtractiveAnswerer:
+    """Answers with the sentences of the evidence that best match the question, each
+    once, in the order they came. No model writes anything: it quotes. Passages are
+    taken as given best first, and a sentence's match is weighed by its passage's rank.
+
+    A sentence scores its BM25 match to the question (IDF from the evidence's own
+    sentences, words lightly stemmed) and, given ``embed``, its cosine to the question
+    too, each scaled to the best sentence's and mixed by ``lexical_weight``. BM25
+    alone favours short sentences that repeat a name of the question ("Victor, he is
+    murdered!" for "Where does Victor meet the creature on the glacier?"); the
+    embedding finds the sentences about the question's subject even in other words
+    ("I descended upon the glacier"), and each sentence is also scored in its place
+    (the run of sentences around it). A chosen sentence that opens by pointing back
+    ("He", "This", "But") is quoted with the sentence before it in its passage.
+    """
+
+    def __init__(
+        self,
+        sentences: int = 3,
+        *,
+        embed: Callable[[Sequence[str]], np.ndarray] | None = None,
+        lexical_weight: float = 0.3,
+        context_weight: float = 0.5,
+    ) -> None:
+        if not 0.0 <= lexical_weight <= 1.0:
+            raise ConfigError(f"lexical_weight must be in [0, 1], got {lexical_weight}")
         self.sentences = sentences
+        self.lexical_weight = lexical_weight
+        self.context_weight = context_weight
+        self._embed = embed
 
     @property
     def backend(self) -> str:
         return EXTRACTIVE
 
-    def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
+    def sentence_scores(
+        self, question: str, passages: Sequence[str]
+    ) -> tuple[list[_Sentence], np.ndarray]:
+        """The evidence's distinct sentences and their relevance to the question: half
+        their own match, half that of the best run of ``_WINDOW`` sentences of their
+        passage they are in (a sentence is read in its place, not on its own)."""
+        units = _evidence_sentences(passages)
+        query = _terms(question)
+        if not units or not (query or self._embed):
+            return units, np.zeros(len(units))
+        windows = _windows(units)
+        texts = [u.text for u in units]
+        window_texts = [" ".join(units[m].text for m in w) for w in windows]
+        # An exclamation that repeats a name of the question ("Victor, he is
+        # murdered!") matches it well and answers nothing: short sentences count less.
+        brevity = np.asarray([min(1.0, len(t.split()) / _FULL) ** 0.5 for t in texts])
+        own = self._match(question, query, texts) * brevity
+        around = self._match(question, query, window_texts)
+        context = np.zeros(len(units))
+        for w, score in zip(windows, around, strict=True):
+            for m in w:
+                context[m] = max(context[m], score)
+        match = (1.0 - self.context_weight) * own + self.context_weight * context
+        # Passages come best first (Memory.ask orders its evidence by relevance): a
+        # sentence of the third passage needs twice the match of one of the first.
+        prior = np.asarray([1.0 / (1.0 + u.passage / _RANK_HALF) for u in units])
+        return units, match * prior
+
+    def _match(self, question: str, query: list[str], texts: list[str]) -> np.ndarray:
+        """BM25 (IDF from these texts, scaled to the best text) mixed with the cosine
+        to the question."""
         from rank_bm25 import BM25Okapi
 
-        # Extractive summaries quote their chunks, so the same sentence often arrives
-        # several times: keep its first copy, or the copies would fill the answer and
-        # lower its words' IDF (to zero when half the sentences are copies).
-        unique: dict[str, str] = {}
-        for p in passages:
-            for s in split_sentences(p):
-                unique.setdefault(_key(s), s)
-        keys, sentences = list(unique), list(unique.values())
-        tokens = [content_words(s) or ["_"] for s in sentences]
-        query = content_words(question)
-        if not sentences or not query:
-            return AnswerText("", EXTRACTIVE, Usage())
-        scores = BM25Okapi(tokens).get_scores(query)
-        # Best first, ties to the earlier sentence; one inside a chosen one is skipped.
-        chosen: list[int] = []
-        for i in sorted(range(len(sentences)), key=lambda i: (-scores[i], i)):
-            if len(chosen) == self.sentences or scores[i] <= 0:
+        lexical = np.zeros(len(texts))
+        if query:
+            tokens = [_terms(t) or ["_"] for t in texts]
+            # b = 0.25: full length normalisation favours short sentences.
+            bm25 = BM25Okapi(tokens, b=0.25)
+            lexical = _unit_scale(np.asarray(bm25.get_scores(query)))
+        if self._embed is None:
+            return lexical
+        vectors = self._embed([question, *texts])
+        semantic = np.clip(vectors[1:] @ vectors[0], 0.0, None)
+        w = self.lexical_weight if query else 0.0
+        return w * lexical + (1.0 - w) * semantic
+
+    def rank_passages(self, question: str, passages: Sequence[str]) -> list[int]:
+        """Indices of the passages, the one holding the best sentence first (by each
+        passage's best sentence; a passage of copies only goes last, in given order)."""
+        units, scores = self.sentence_scores(question, passages)
+        best = [-1.0] * len(passages)
+        for u, score in zip(units, scores, strict=True):
+            best[u.passage] = max(best[u.passage], float(score))
+        return sorted(range(len(passages)), key=lambda i: (-best[i], i))
+
+    def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
+        units, scores = self.sentence_scores(question, passages)
+        place = {(u.passage, u.index): n for n, u in enumerate(units)}
+        chosen: list[int] = []  # into units
+        quoted: list[str] = []  # keys
+        # Best first, ties to the earlier sentence; one inside a quoted one is skipped.
+        for n in sorted(range(len(units)), key=lambda n: (-scores[n], n)):
+            if len(chosen) == self.sentences or scores[n] <= 0:
                 break
-            if not _repeats(keys[i], [keys[j] for j in chosen]):
-                chosen.append(i)
-        return AnswerText(" ".join(sentences[i] for i in sorted(chosen)), EXTRACTIVE, Usage())
+            # A heading ("Chapter 10") is no answer, however near its chapter is.
+            if _repeats(units[n].key, quoted) or not _ENDS_SENTENCE.search(units[n].text):
+                continue
+            chosen.append(n)
+            quoted.append(units[n].key)
+        # A sentence that needs the one before it brings it along (when it is
+        # in the evidence once, as itself, and not quoted already).
+        with_context: list[int] = []
+        for n in chosen:
+            u = units[n]
+            words = u.text.split()
+            lead = _WORD.findall(words[0].lower())[:1] if words else []
+            before = place.get((u.passage, u.index - 1))
+            if (
+                before is not None
+                and lead
+                and lead[0] in _LEADS_BACK
+                and before not in chosen
+                and before not in with_context
+                and not _repeats(units[before].key, quoted)
+            ):
+                with_context.append(before)
+                quoted.append(units[before].key)
+        order = sorted(chosen + with_context)
+        return AnswerText(" ".join(units[n].text for n in order), EXTRACTIVE, Usage())

@@ -89,6 +89,12 @@ class GraphStore(Protocol):
     def nearest(
         self, level: int | None, vectors: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]: ...
+    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+        """The best ``k`` (id, score) nodes (of one level, or of all) for the words of
+        ``query``, best first: BM25 over SQLite's FTS5 index, Lucene's full-text index on
+        Neo4j. Scores rank within one call only; stopwords are not searched."""
+        ...
+
     def count_nodes(self, level: int) -> int: ...
     def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
         """Nodes of any level that no summary has as a member, by (level, document,

@@ -48,6 +48,14 @@ class BM25Index:
         return [(doc_id, score) for score, doc_id in ranked[:k]]
 
 
+def query_terms(text: str) -> list[str]:
+    """The distinct words of a query worth searching: no stopwords, no single letters.
+    Each is plain word characters, so it can be quoted into a full-text query safely."""
+    from cam_engine.llm.extractive import STOPWORDS
+
+    return list(dict.fromkeys(w for w in tokenize(text) if w not in STOPWORDS and len(w) > 1))
+
+
 def bm25_top_k(docs: Sequence[tuple[str, str]], query: str, k: int) -> list[tuple[str, float]]:
     """One query against a throw-away index (page-stores are small)."""
     return BM25Index(docs).top_k(query, k)

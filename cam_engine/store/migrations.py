@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime
 
-MIGRATIONS: list[tuple[str, str]] = [
+# A migration is a script of statements separated by ';', or a tuple of statements
+# (for statements that contain ';' themselves, such as triggers).
+MIGRATIONS: list[tuple[str, str | tuple[str, ...]]] = [
     (
         "001_initial",
         """
@@ -60,6 +62,29 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE documents ADD COLUMN total INTEGER;
         """,
     ),
+    (
+        # Full-text search over node text (retrieval's lexical localization): an
+        # external-content FTS5 table (the text is not stored twice) kept in step with
+        # `nodes` by triggers, so no writer has to remember it. It is keyed by the
+        # nodes' rowids, which only VACUUM renumbers; the store never runs VACUUM (after
+        # one by hand, `INSERT INTO node_text (node_text) VALUES ('rebuild')` repairs it).
+        "004_node_text_search",
+        (
+            "CREATE VIRTUAL TABLE node_text USING fts5("
+            "text, content='nodes', content_rowid='rowid')",
+            "CREATE TRIGGER node_text_insert AFTER INSERT ON nodes BEGIN "
+            "INSERT INTO node_text (rowid, text) VALUES (new.rowid, new.text); END",
+            "CREATE TRIGGER node_text_delete AFTER DELETE ON nodes BEGIN "
+            "INSERT INTO node_text (node_text, rowid, text) "
+            "VALUES ('delete', old.rowid, old.text); "
+            "END",
+            "CREATE TRIGGER node_text_update AFTER UPDATE OF text ON nodes BEGIN "
+            "INSERT INTO node_text (node_text, rowid, text) "
+            "VALUES ('delete', old.rowid, old.text); "
+            "INSERT INTO node_text (rowid, text) VALUES (new.rowid, new.text); END",
+            "INSERT INTO node_text (node_text) VALUES ('rebuild')",
+        ),
+    ),
 ]
 
 
@@ -75,7 +100,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in script.split(";"):
+            statements = script.split(";") if isinstance(script, str) else script
+            for statement in statements:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(

@@ -25,7 +25,7 @@ from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord, cluster_shape
 from cam_engine.store.cypher import check_identifier, load_query, statements
-from cam_engine.store.keywords import tokenize
+from cam_engine.store.keywords import query_terms, tokenize
 from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -505,6 +505,19 @@ class Neo4jStore:
         for row in self._run("view_counts"):
             counts.setdefault(row["view"], {})[row["kind"]] = row["nodes"]
         return counts
+
+    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+        terms = query_terms(query)
+        if not terms or k < 1:
+            return []
+        rows = self._run(
+            "search_node_text",
+            level=level,
+            query=" ".join(terms),
+            candidates=max(_MIN_CANDIDATES, _OVERSAMPLE * k),
+            k=k,
+        )
+        return [(r["id"], float(r["score"])) for r in rows]
 
     def keyword_search(
         self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None

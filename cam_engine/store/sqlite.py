@@ -21,7 +21,7 @@ import numpy as np
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord, cluster_shape
-from cam_engine.store.keywords import bm25_top_k
+from cam_engine.store.keywords import bm25_top_k, query_terms
 from cam_engine.store.migrations import migrate
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
 
@@ -356,6 +356,25 @@ class SqliteStore:
             top = top[np.lexsort((np.array([ids[i] for i in top]), -row[top]))]
             result.append([(ids[i], float(row[i])) for i in top])
         return result
+
+    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+        terms = query_terms(query)
+        if not terms or k < 1:
+            return []
+        # Each term quoted (they are word characters only) and OR-ed: any word may match.
+        match = " OR ".join(f'"{t}"' for t in terms)
+        rows = self._q(
+            "SELECT n.id, -bm25(node_text) AS score FROM node_text "
+            "JOIN nodes n ON n.rowid = node_text.rowid "
+            "WHERE node_text MATCH ? AND n.memory = ? AND (? IS NULL OR n.level = ?) "
+            "ORDER BY score DESC, n.id LIMIT ?",
+            match,
+            self._memory,
+            level,
+            level,
+            k,
+        )
+        return [(r[0], float(r[1])) for r in rows]
 
     def levels(self) -> list[int]:
         rows = self._q(

@@ -291,3 +291,37 @@ def test_deleting_a_memory_leaves_no_trace_and_spares_the_others(
     fresh.close()
     assert kept.stats() == before
     kept.delete()
+
+
+def test_search_text_finds_words_follows_updates_and_keeps_to_memory_and_level(
+    store: GraphStore, store_location: str, memory_name: str
+) -> None:
+    texts = {
+        "c0": "The whaling ship Pequod sailed from Nantucket.",
+        "c1": "Captain Ahab hunted the white whale across the sea.",
+        "c2": "Victor Frankenstein met his creature on the glacier.",
+    }
+    summary = Node("s1-0", 1, SUMMARY, "Ahab and the Pequod chase the whale.", None, None, unit(9))
+    with store.transaction():
+        store.upsert_nodes(
+            [Node(i, 0, CHUNK, t, "d", n, unit(n)) for n, (i, t) in enumerate(texts.items())]
+        )
+        store.upsert_nodes([summary])
+    assert store.search_text(0, "Where did the Pequod sail from?", 5)[0][0] == "c0"
+    assert {i for i, _ in store.search_text(None, "Ahab", 5)} == {"c1", "s1-0"}
+    assert [i for i, _ in store.search_text(1, "Ahab", 5)] == ["s1-0"]
+    assert store.search_text(0, "the of and", 5) == []  # stopwords only: nothing to search
+    assert store.search_text(0, 'glacier" OR "*', 5)[0][0] == "c2"  # syntax is not read
+    # Rewritten and deleted text is searched as it is now.
+    with store.transaction():
+        store.upsert_nodes([Node("c1", 0, CHUNK, "A quiet harbour at dawn.", "d", 1, unit(1))])
+        store.delete_nodes(["c2"])
+    assert [i for i, _ in store.search_text(None, "Ahab", 5)] == ["s1-0"]
+    assert store.search_text(None, "glacier", 5) == []
+    # Another memory in the same store does not see these nodes.
+    other = open_store(store_location, memory_name + "x")
+    try:
+        other.prepare(32)
+        assert other.search_text(None, "Pequod", 5) == []
+    finally:
+        other.close()

@@ -49,7 +49,7 @@ def test_views_are_built_listed_and_asked(env: dict[str, str], book: Path) -> No
         answer = json.loads(result.output)
         assert answer["strategy"] == strategy and answer["backend"] == "extractive"
         assert answer["llm_calls"] == 0 and "largest_context_tokens" in answer
-        assert answer["sources"], strategy  # research: only with --output sources|extracts
+        assert answer["evidence"], strategy  # research: only with --output sources|extracts
     lookup = json.loads(run(env, "ask", QUESTION, "--strategy", "lookup", "--json").output)
     assert 0 < lookup["compression_rate"] < 100
     text = run(env, "ask", QUESTION, "--strategy", "lookup").output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -309,6 +310,34 @@ def test_qmsum_limit_cuts_inside_a_meeting(qmsum_file: Path) -> None:
     assert [d.id for d in three.documents] == ["val-1", "ES2004a"]
 
 
+def test_qmsum_general_queries_are_summary_questions(qmsum_file: Path) -> None:
+    evalset = load(kind="qmsum", path=qmsum_file, queries="general")
+    evalset.validate()
+    assert evalset.scoring == "summary" and evalset.name == "qmsum-general/val"
+    # the second meeting has no general query, so it is not loaded
+    assert [d.id for d in evalset.documents] == ["val-1"]
+    (summary,) = evalset.questions
+    assert summary == EvalQuestion(
+        id="val-1/g0",
+        question="Summarize the meeting.",
+        answers=("They met.",),
+        gold=(),
+        doc_ids=("val-1",),
+        kind="long",
+    )
+    assert evalset.scorable(summary)
+    assert load_qmsum(qmsum_file).scoring == "evidence"
+    with pytest.raises(InputError, match="queries must be 'specific' or 'general', not 'all'"):
+        load_qmsum(qmsum_file, queries="all")
+
+
+def test_qmsum_general_without_the_list_names_the_format(tmp_path: Path) -> None:
+    row = {"meeting_transcripts": [turn("A", "Hi .")], "specific_query_list": []}
+    path = write(tmp_path / "old.jsonl", [row], jsonl=True)
+    with pytest.raises(InputError, match=r"no 'general_query_list'.*general_query_list"):
+        load_qmsum(path, queries="general")
+
+
 # ----------------------------------------------------------------------------- LoCoMo
 
 
@@ -401,15 +430,82 @@ def test_locomo_sessions_in_order_skips_unanswered_questions(tmp_path: Path) -> 
     assert len(load(kind="locomo", path=tmp_path / "locomo10.json", limit=2).questions) == 2
 
 
+def conversation_file(sample: dict[str, Any]) -> dict[str, Any]:
+    """A locomo10.json sample in the layout of locomo10.zip (snap-research/locomo, main
+    since 2024-08): the conversation's keys at the top level beside qa, the per-session
+    events, observations and summaries, and no sample_id."""
+    row: dict[str, Any] = dict(sample["conversation"])
+    row["events_session_1"] = {"Ann": ["Ann moves to Oslo."], "Ben": [], "date": "8 May, 2023"}
+    row["qa"] = sample["qa"]
+    row["session_1_observation"] = {"Ann": [["Ann moved to Oslo in 2022.", "D1:1"]]}
+    row["session_1_summary"] = "Ann and Ben talked about where they live."
+    return row
+
+
+def test_locomo_reads_the_per_conversation_files_as_shipped(tmp_path: Path) -> None:
+    listed = load_locomo(write(tmp_path / "locomo10.json", LOCOMO))
+    second = json.loads(json.dumps(LOCOMO[0]))
+    second["conversation"]["speaker_a"] = "Cat"
+    second["qa"] = second["qa"][:1]
+    archive = tmp_path / "locomo10.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("data/multimodal_dialog/locomo10_v2/", "")  # the folder entry it has
+        z.writestr(
+            "data/multimodal_dialog/locomo10_v2/30.json", json.dumps(conversation_file(second))
+        )
+        z.writestr(
+            "data/multimodal_dialog/locomo10_v2/26.json", json.dumps(conversation_file(LOCOMO[0]))
+        )
+    zipped = load(kind="locomo", path=archive)
+    zipped.validate()
+    assert zipped.name == "locomo/locomo10"
+    # the file name is the conversation id; 26 before 30; the text is that of locomo10.json
+    assert [d.id for d in zipped.documents] == ["26", "30"]
+    assert zipped.documents[0].text == listed.documents[0].text
+    assert zipped.documents[1].title == "Cat and Ben"
+    assert [q.id for q in zipped.questions] == ["26/q0", "26/q1", "26/q2", "30/q0"]
+    assert [q.gold for q in zipped.questions[:3]] == [
+        tuple(GoldItem("26", g.text) for g in q.gold) for q in listed.questions
+    ]
+    assert len(load(kind="locomo", path=archive, limit=2).questions) == 2
+
+    folder = tmp_path / "locomo10_v2"
+    folder.mkdir()
+    for name, sample in (("10", LOCOMO[0]), ("9", second)):
+        write(folder / f"{name}.json", conversation_file(sample))
+    unpacked = load(kind="locomo", path=folder)
+    assert [d.id for d in unpacked.documents] == ["9", "10"]  # numeric order
+    single = load_locomo(folder / "10.json")
+    assert [d.id for d in single.documents] == ["10"] and len(single.questions) == 3
+
+
+def test_locomo_bad_inputs_say_what_was_expected(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match=r"no \.json files in this folder"):
+        load(kind="locomo", path=empty)
+    with pytest.raises(InputError, match="no such file"):
+        load(kind="qmsum", path=empty)  # only LoCoMo reads a folder
+    broken = tmp_path / "locomo10.zip"
+    broken.write_text("not a zip")
+    with pytest.raises(InputError, match="cannot read the zip archive"):
+        load_locomo(broken)
+    no_sessions = write(tmp_path / "26.json", {"speaker_a": "Ann", "qa": []})
+    with pytest.raises(InputError, match=r"record 1 is malformed \(no session_N turns\)"):
+        load_locomo(no_sessions)
+
+
 # ----------------------------------------------------------------------------- JSONL format
 
 
 def test_jsonl_round_trip_is_equal(hotpot_file: Path, qmsum_file: Path, tmp_path: Path) -> None:
-    for evalset in (load_hotpotqa(hotpot_file), load_qmsum(qmsum_file)):
+    general = load_qmsum(qmsum_file, queries="general")
+    for evalset in (load_hotpotqa(hotpot_file), load_qmsum(qmsum_file), general):
         path = tmp_path / "own.jsonl"
         write_jsonl(evalset, path)
         assert load_jsonl(path) == evalset
         assert load(kind="jsonl", path=path) == evalset
+    assert load(kind="jsonl", path=path, limit=1).scoring == "summary"
 
 
 def test_jsonl_limit_keeps_the_documents_of_kept_questions(
@@ -449,6 +545,7 @@ def test_jsonl_without_set_line_is_named_after_the_file(tmp_path: Path) -> None:
         ("{not json", "not valid JSON"),
         ('["a list"]', "expected a JSON object"),
         ('{"type": "chapter"}', "'type' must be document, question or set"),
+        ('{"type": "set", "name": "s", "scoring": "rouge"}', "'scoring' must be 'evidence' or"),
         (
             '{"type": "question", "id": "q", "question": "?", "gold": [], "doc_ids": []}',
             "'answers'",

@@ -12,9 +12,11 @@ from cam_engine.eval.metrics import (
     contains,
     evidence_recall,
     exact_match,
+    lcs_length,
     normalize_answer,
     reciprocal_rank,
     rouge,
+    rouge_recall,
     run_coverage,
     sub_em,
     substring_contained,
@@ -90,6 +92,67 @@ def test_rouge_best_reference_stemming_and_empty() -> None:
     assert rouge("cats running", ["cat runs"], stem=True).rouge1 == pytest.approx(1.0)
     assert rouge("anything", []) == Rouge(0.0, 0.0, 0.0)
     assert rouge("", ["the cat"]) == Rouge(0.0, 0.0, 0.0)
+
+
+def test_rouge_recall_hand_computed() -> None:
+    # context tokens: the cat sat on a mat; the bigram cat-sat spans the two passages
+    found = rouge_recall(["the cat", "sat on a mat"], ["The cat sat on the mat."], stem=False)
+    assert found.rouge_l == pytest.approx(5 / 6)  # the cat sat on mat
+    assert found.rouge2 == pytest.approx(3 / 5)  # the-cat, cat-sat, sat-on of 5 bigrams
+    # recall ignores what else the context holds; the best reference counts
+    padded = rouge_recall(["noise " * 50, "the cat sat on the mat"], ["x y", "the cat sat"])
+    assert padded.rouge_l == 1.0 and padded.rouge2 == 1.0
+
+
+def test_rouge_recall_edge_cases() -> None:
+    assert (
+        rouge_recall([], ["a summary"])
+        == rouge_recall(["text"], [])
+        == (rouge_recall(["text"], ["   "]))
+    )
+    assert rouge_recall([], ["a summary"]).rouge_l == 0.0
+    one_word = rouge_recall(["cats"], ["cat"], stem=True)  # no bigram in the reference
+    assert one_word.rouge_l == 1.0 and one_word.rouge2 == 0.0
+    assert rouge_recall(["discussed"], ["discussion"], stem=True).rouge_l == 1.0
+    assert rouge_recall(["discussed"], ["discussion"], stem=False).rouge_l == 0.0
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_rouge_recall_equals_rouge_score_on_the_joined_context(stem: bool) -> None:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge2", "rougeL"], use_stemmer=stem)
+    rng = np.random.default_rng(7)
+    vocabulary = [
+        "the",
+        "remote",
+        "control",
+        "design",
+        "meeting",
+        "decided",
+        "budget",
+        "buttons",
+        "was",
+        "were",
+        "a",
+    ]
+    for _ in range(30):
+        reference = " ".join(rng.choice(vocabulary, size=rng.integers(1, 40)))
+        passages = [
+            " ".join(rng.choice(vocabulary, size=rng.integers(0, 30)))
+            for _ in range(rng.integers(1, 6))
+        ]
+        mine = rouge_recall(passages, [reference], stem=stem)
+        theirs = scorer.score(reference, "\n".join(passages))
+        assert mine.rouge_l == pytest.approx(theirs["rougeL"].recall)
+        assert mine.rouge2 == pytest.approx(theirs["rouge2"].recall)
+
+
+def test_lcs_length() -> None:
+    assert lcs_length(list("ABCBDAB"), list("BDCABA")) == 4  # CLRS's example
+    assert lcs_length(list("abc"), list("xyz")) == 0
+    assert lcs_length([], list("abc")) == lcs_length(list("abc"), []) == 0
+    assert lcs_length(list("aaa"), list("aaaaa")) == 3
 
 
 # ----------------------------------------------------------------------------- evidence

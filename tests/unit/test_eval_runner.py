@@ -62,12 +62,12 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
     )
     assert len(run.results) == 3 * 5
     for r in run.results:
-        assert set(r.recall) == {50, 4000}
+        assert set(r.scores["recall"]) == set(r.scores["mrr"]) == {50, 4000}
         assert r.tokens[50] <= 50 and r.tokens[4000] <= 4000
-        assert r.recall[50] <= r.recall[4000]
+        assert r.scores["recall"][50] <= r.scores["recall"][4000]
     # The question is the gold sentence itself: BM25 must put it first.
     bm25 = [r for r in run.results if r.strategy == "bm25"]
-    assert all(r.recall[4000] == 1.0 and r.mrr[4000] == 1.0 for r in bm25)
+    assert all(r.scores["recall"][4000] == 1.0 and r.scores["mrr"][4000] == 1.0 for r in bm25)
     rows = run.summary()
     assert {(r["strategy"], r["budget"]) for r in rows} == {
         (s, b) for s in run.strategies for b in (50, 4000)
@@ -119,7 +119,7 @@ def test_cam_eval_command_on_own_jsonl(essays: Path, tmp_path: Path) -> None:
          "200,1000", "--out", str(out), "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    summary = json.loads(result.output)
+    summary = json.loads(result.stdout)
     assert summary["questions"] == 3 and summary["build"]["memories"] == 3
     assert {r["strategy"] for r in summary["summary"]} == {"bm25", "dense", "cam-global"}
     assert (out / "table.md").exists() and (out / "recall.png").exists()
@@ -145,7 +145,7 @@ def test_adapter_strategies_run_on_per_document_memories(essays: Path, tmp_path:
     assert {r.strategy for r in run.results} == {"readagent-lookup", "gam-research"}
     assert all(r.llm_calls == 0 and r.activated > 0 for r in run.results)
     # GAM's keyword search finds the page holding the quoted sentence.
-    assert all(r.recall[4000] == 1.0 for r in run.results if r.strategy == "gam-research")
+    assert all(r.scores["recall"][4000] == 1.0 for r in run.results if r.strategy == "gam-research")
 
 
 def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_path: Path) -> None:
@@ -213,7 +213,7 @@ def test_cam_eval_options_are_checked_before_any_work(essays: Path, tmp_path: Pa
     # budgets are sorted and deduplicated; CAM_EMBED_MODEL picks the model, as for ingest
     ran = CliRunner().invoke(cli, [*base, "--budgets", "1000,,200,1000", "--json"], env=env)
     assert ran.exit_code == 0, ran.output
-    summary = json.loads(ran.output)
+    summary = json.loads(ran.stdout)
     assert summary["budgets"] == [200, 1000]
     assert summary["build"]["settings"]["embed_model"] == "hashing:64"
 
@@ -231,4 +231,115 @@ def test_cam_eval_on_a_single_document_of_its_own(essays: Path, tmp_path: Path) 
     args = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-global", "--limit", "1"]
     ran = CliRunner().invoke(cli, [*args, "--json"], env={"CAM_EMBED_MODEL": "hashing:64"})
     assert ran.exit_code == 0, ran.output
-    assert json.loads(ran.output)["questions"] == 1
+    assert json.loads(ran.stdout)["questions"] == 1
+
+
+def test_a_question_without_gold_is_excluded_and_counted(essays: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from cam_engine.eval.runner import headline
+
+    evalset = essays_set(essays, pooled=False)
+    evalset.questions[1] = replace(evalset.questions[1], gold=())
+    run = run_eval(
+        evalset, embedder=EMBEDDER, workdir=tmp_path, strategies=["bm25"], budgets=[4000]
+    )
+    assert run.questions == 2 and run.excluded == ["q1"]
+    assert {r.question_id for r in run.results} == {"q0", "q2"}
+    # scored 0 it would have pulled the mean down to 2/3
+    assert run.summary()[0]["recall"] == 1.0
+    assert run.build["memories"] == 2  # its document is not even built
+    assert run.to_dict()["excluded"] == {"count": 1, "reason": "no gold evidence", "ids": ["q1"]}
+    assert "2 questions (1 excluded: no gold evidence)" in headline(run)
+    evalset.questions = [replace(q, gold=()) for q in evalset.questions]
+    with pytest.raises(InputError, match="none of the 3 questions can be scored"):
+        run_eval(evalset, embedder=EMBEDDER, workdir=tmp_path, strategies=["bm25"])
+
+
+def test_summary_questions_are_scored_by_rouge_recall(essays: Path, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from cam_engine.eval.runner import paired_tables
+
+    evalset = essays_set(essays, pooled=False)
+    # the reference summary is the quoted sentence; the third question has none
+    evalset.questions = [
+        replace(q, gold=(), answers=(q.question,) if i < 2 else (" ",), kind="long")
+        for i, q in enumerate(evalset.questions)
+    ]
+    evalset.scoring = "summary"
+    run = run_eval(
+        evalset,
+        embedder=EMBEDDER,
+        workdir=tmp_path,
+        strategies=["bm25", "dense", "cam-prune-grow"],
+        budgets=[20, 4000],
+    )
+    assert run.scoring == "summary" and run.excluded == ["q2"]
+    assert run.excluded_reason == "no reference answer"
+    for r in run.results:
+        assert set(r.scores) == {"rouge_l_recall", "rouge2_recall"}
+        for key in r.scores:  # a bigger budget extends the context: recall cannot drop
+            assert 0.0 <= r.scores[key][20] <= r.scores[key][4000] <= 1.0
+    # BM25 puts the chunk holding the whole reference first
+    bm25 = [r for r in run.results if r.strategy == "bm25"]
+    assert all(r.scores["rouge_l_recall"][4000] == 1.0 for r in bm25)
+    assert all(r.scores["rouge_l_recall"][20] < 1.0 for r in bm25)  # 20 tokens: a part
+    table = markdown_table(run)
+    assert "ROUGE-L recall@20" in table and "ROUGE-2 recall@4000" in table
+    assert "MRR" not in table and "| recall@" not in table
+    assert [m.key for m, _ in paired_tables(run)] == ["rouge_l_recall", "rouge2_recall"]
+    written = write_outputs(run, tmp_path / "out")
+    saved = json.loads(written[0].read_text())
+    assert saved["scoring"] == "summary"
+    assert saved["metrics"] == ["rouge_l_recall", "rouge2_recall"]
+    assert {r["metric"] for r in saved["paired"]} == {"rouge_l_recall", "rouge2_recall"}
+    assert len(saved["paired"]) == 2 * 2 * 2  # metrics x budgets x other strategies
+    assert {"rouge_l_recall", "rouge2_recall"} <= set(saved["summary"][0])
+    assert "rouge_l_recall" in saved["results"][0] and "recall" not in saved["results"][0]
+    assert "ROUGE-2 recall, question by question" in written[1].read_text()
+    assert written[2].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_progress_lines_every_interval_without_a_terminal() -> None:
+    from cam_engine.cli.eval import _Ticker
+
+    now = [100.0]
+    lines: list[str] = []
+    ticker = _Ticker(lines.append, interval=30, clock=lambda: now[0])
+    for at, stage, done in [
+        (10, "build", 1),
+        (31, "build", 2),
+        (45, "build", 3),
+        (61, "questions", 4),
+    ]:
+        now[0] = 100.0 + at
+        ticker(stage, done, 9)
+    assert lines == [
+        "cam eval: building memories, 2/9 documents done, 31 s elapsed",
+        "cam eval: asking, 4/9 questions done, 61 s elapsed",
+    ]
+
+
+@pytest.mark.realdata
+def test_cam_eval_qmsum_general_queries_end_to_end(tmp_path: Path) -> None:
+    qmsum = shared_file("qmsum/val.jsonl")
+    env = {"CAM_EMBED_MODEL": "hashing:64"}
+    args = ["eval", "qmsum", str(qmsum), "--queries", "general", "--limit", "2"]
+    ran = CliRunner().invoke(
+        cli, [*args, "--strategies", "bm25,dense,cam-prune-grow", "--budgets", "500,2000",
+              "--out", str(tmp_path)], env=env,
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert "qmsum-general/val: 2 summary questions, scored by ROUGE recall" in ran.stdout
+    assert "ROUGE-L recall@500" in ran.stdout
+    assert "question by question (ROUGE-2 recall difference, wins/losses)" in ran.stdout
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["questions"] == 2 and saved["excluded"]["count"] == 0
+    assert saved["build"]["seconds"] > 0
+    rows = {(r["strategy"], r["budget"]): r for r in saved["summary"]}
+    # about 2,000 tokens of a meeting hold more of its summary than 500 do
+    assert all(rows[(s, 2000)]["rouge_l_recall"] > rows[(s, 500)]["rouge_l_recall"] > 0 for s in
+               ("bm25", "dense"))  # fmt: skip
+    wrong = CliRunner().invoke(cli, ["eval", "hotpotqa", str(qmsum), "--queries", "general"])
+    assert wrong.exit_code == 2 and "--queries" in wrong.output and "only for qmsum" in wrong.output

@@ -1,15 +1,27 @@
-"""Retrieval strategies on a small hand-built memory with known answers."""
+"""Retrieval strategies on small hand-built memories with known answers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from cam_engine.errors import ConfigError
 from cam_engine.llm.base import Candidate, Selection, Usage
-from cam_engine.retrieval import context_passages, global_top_k, prune_and_grow, traverse
+from cam_engine.retrieval import (
+    RelevanceSelector,
+    context_passages,
+    global_top_k,
+    prune_and_grow,
+    traverse,
+)
+from cam_engine.retrieval.localize import fuse, hybrid
+from cam_engine.retrieval.prune_grow import GrowSettings
 from cam_engine.store.base import GraphStore
+from cam_engine.store.sqlite import SqliteStore
+from cam_engine.types import CHUNK, Node
 from tests.unit.tiny_memory import axis, mix
 
 
@@ -30,16 +42,25 @@ class ScriptedSelector:
         return Selection([i for i, c in enumerate(candidates) if c.text in wanted], "x", Usage(1))
 
 
+def test_reciprocal_rank_fusion_has_the_known_order() -> None:
+    fused = fuse([["a", "b", "c"], ["c", "a"]])
+    # a: 1/61 + 1/62, c: 1/63 + 1/61, b: 1/62 alone.
+    assert fused.order == ["a", "c", "b"]
+    assert fused.scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fuse([["x"], ["y"]]).order == ["x", "y"]  # a tie keeps the id order
+
+
 def test_global_is_exact_top_k_over_all_levels(tiny_memory: GraphStore) -> None:
     q = axis(0)
-    found = global_top_k(tiny_memory, q, 3)
+    found = global_top_k(tiny_memory, "q", q, 3)
     everything = [n for lv in (0, 1, 2) for n in tiny_memory.nodes_at_level(lv, embeddings=True)]
     expected = sorted(everything, key=lambda n: -float(n.embedding @ q))[:3]
     assert [n.id for n in found.activated] == [n.id for n in expected]
+    assert [n.level for n in found.ranked] == sorted(n.level for n in found.ranked)
 
 
 def test_traverse_goes_down_through_children(tiny_memory: GraphStore) -> None:
-    found = traverse(tiny_memory, axis(0), 1)
+    found = traverse(tiny_memory, "q", axis(0), 1)
     assert [t for t in found.turns] == [["s2-0"], ["s1-0"], ["c0"]]
     assert found.candidates[1] == ["s1-0", "s1-1"]
 
@@ -50,9 +71,13 @@ def test_prune_and_grow_follows_neighbours_and_children(tiny_memory: GraphStore)
     assert found.turns == [["c0", "s1-0"], ["c1", "c2"], []]
     assert found.stop == "the activated set stopped growing"
     assert {n.id for n in found.activated} == {"c0", "s1-0", "c1", "c2"}
-    # Turn 2 offers c0's neighbour c1, s1-0's neighbour s1-1 and s1-0's other children.
-    assert sorted(selector.seen[1]) == ["chunk 1", "chunk 2", "second half"]
+    # Turn 2 offers c0's neighbour c1, s1-0's neighbour s1-1 and s1-0's other children,
+    # and c0's lexical links: every chunk shares its word "chunk".
+    assert sorted(selector.seen[1]) == [*(f"chunk {i}" for i in range(1, 6)), "second half"]
     assert found.usage.calls == 3
+    # Evidence: chunks first, then summaries; every other chunk reached is backfill.
+    assert [n.level for n in found.ranked] == [0, 0, 0, 1]
+    assert set(found.backfill) == {"c3", "c4", "c5"}
 
 
 def test_prune_and_grow_stops_at_max_turns(tiny_memory: GraphStore) -> None:
@@ -63,16 +88,108 @@ def test_prune_and_grow_stops_at_max_turns(tiny_memory: GraphStore) -> None:
     assert found.stop == "reached max_turns (3)"
 
 
-def test_context_merges_adjacent_chunks_then_summaries(tiny_memory: GraphStore) -> None:
+def test_without_hierarchy_no_summary_is_ever_offered(tiny_memory: GraphStore) -> None:
+    selector = ScriptedSelector([{f"chunk {i}" for i in range(6)}] * 5)
+    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=6, max_turns=5, level=0)
+    offered = [text for turn in selector.seen for text in turn]
+    assert offered and all(text.startswith("chunk") for text in offered)
+    assert all(n.level == 0 for n in found.activated)
+
+
+def test_a_chosen_summary_vouches_for_its_members(tiny_memory: GraphStore) -> None:
+    """c2 points away from the question; as a member of the chosen summary s1-0 it
+    ranks above c3 (as far from the question, but in no chosen cluster) only when
+    relevance flows from summaries to members."""
+
+    def backfill(decay: float) -> list[str]:
+        selector = ScriptedSelector([{"first half"}])
+        grow = GrowSettings(member_decay=decay)
+        return prune_and_grow(
+            tiny_memory, "q", axis(0), selector, top_k=3, max_turns=1, grow=grow
+        ).backfill
+
+    flowing, still = backfill(1.0), backfill(0.0)
+    assert flowing.index("c2") < flowing.index("c3")
+    assert still.index("c2") > still.index("c3") or "c2" not in still[:2]
+
+
+@pytest.fixture()
+def bridge_memory(tmp_path: Path) -> GraphStore:
+    """A bridge question: the question's words and meaning find c0; its answer is in
+    c1, which shares none of the question's words but names c0's subject."""
+    store = SqliteStore(tmp_path / "b.db", "b")
+    texts = {
+        "c0": ("The Diamond Head Classic award went to Buddy Hield in 2015.", axis(0)),
+        "c1": ("Buddy Hield plays for the Sacramento Kings of the NBA.", axis(5)),
+        "c2": ("The Diamond Head Classic is a basketball tournament.", mix((0, 1), (2, 1))),
+        "c3": ("Honolulu hosts a college tournament every December.", mix((0, 1), (3, 1))),
+        "c4": ("Surfers ride the waves off Waikiki beach.", mix((0, 1), (4, 2))),
+    }
+    nodes = [Node(i, 0, CHUNK, t, i, 0, v) for i, (t, v) in texts.items()]
+    with store.transaction():
+        store.upsert_nodes(nodes)
+    return store
+
+
+def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
+    bridge_memory: GraphStore,
+) -> None:
+    question = "Which team does the Diamond Head Classic award winner of 2015 play for?"
+    vector = axis(0)
+    flat = hybrid(bridge_memory, question, vector).order
+    assert flat[0] == "c0" and flat.index("c1") > 1  # alone, the answer ranks low
+    found = prune_and_grow(
+        bridge_memory, question, vector, RelevanceSelector(), top_k=2, max_turns=3
+    )
+    evidence = [n.id for n in found.ranked] + found.backfill
+    # c1 inherits c0's relevance, decayed: it rises to just below c2, which the
+    # question's words and meaning both find.
+    assert evidence[:3] == ["c0", "c2", "c1"] and flat.index("c1") > 2
+    # Without lexical links the answer stays where the flat ranking put it.
+    unlinked = prune_and_grow(
+        bridge_memory,
+        question,
+        vector,
+        RelevanceSelector(),
+        top_k=2,
+        max_turns=3,
+        grow=GrowSettings(linked=0),
+    )
+    assert ([n.id for n in unlinked.ranked] + unlinked.backfill).index("c1") == flat.index("c1")
+
+
+def test_hybrid_localization_finds_what_only_the_words_find(bridge_memory: GraphStore) -> None:
+    # Sacramento is in c1 only, whose vector is orthogonal to the question's.
+    order = hybrid(bridge_memory, "Sacramento", axis(0)).order
+    assert order.index("c1") < order.index("c3")
+
+
+def test_relevance_selector_keeps_the_first_turns_bar() -> None:
+    selector = RelevanceSelector(max_chosen=2)
+    first = [Candidate("a", score=0.5), Candidate("b", score=0.3), Candidate("c", score=0.2)]
+    assert selector.select("q", first).chosen == [0, 1]
+    # Later turns of the same question: only what is as relevant as the weakest pick.
+    later = [Candidate("d", score=0.25), Candidate("e", score=0.4), Candidate("f")]
+    assert selector.select("q", later).chosen == [1]
+    # A new question starts a new bar; nothing unscored is ever chosen.
+    assert selector.select("other", later).chosen == [1, 0]
+    with pytest.raises(ConfigError, match="max_chosen"):
+        RelevanceSelector(max_chosen=0)
+
+
+def test_context_keeps_the_order_and_merges_adjacent_chunks(tiny_memory: GraphStore) -> None:
     nodes = tiny_memory.get_nodes(["c4", "c0", "s2-0", "c1", "s1-0"])
-    passages = context_passages(list(nodes.values()))
+    order = [nodes[i] for i in ("c0", "c1", "c4", "s1-0", "s2-0")]
+    passages = context_passages(order)
     assert [[n.id for n in group] for group, _ in passages] == [
         ["c0", "c1"],
         ["c4"],
-        ["s2-0"],
         ["s1-0"],
+        ["s2-0"],
     ]
     assert passages[0][1] == "chunk 0\n\nchunk 1"
+    # c1 before c0 is not one passage: the reader sees them in relevance order.
+    assert len(context_passages([nodes["c1"], nodes["c0"]])) == 2
 
 
 def test_extractive_selector_keeps_candidates_near_the_best() -> None:
@@ -90,7 +207,6 @@ def test_extractive_selector_keeps_candidates_near_the_best() -> None:
 
 
 def test_extractive_selector_chooses_at_most_max_chosen_best_first() -> None:
-    from cam_engine.errors import ConfigError
     from cam_engine.llm.extractive import ExtractiveSelector
 
     embed = lambda texts: np.stack([axis(0)] * len(texts))  # noqa: E731

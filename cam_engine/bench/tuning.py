@@ -1,0 +1,114 @@
+"""How prune-and-grow's growth settings were chosen (not a test).
+
+    python -m cam_engine.bench.tuning [--set hotpotqa:PATH] [--set qmsum:PATH] [--out DIR]
+
+Builds the memories of each tuning set once (the 100 hard HotpotQA questions, pooled,
+and QMSum's validation meetings, a memory each, by default: not the sets
+docs/evaluation.md reports on), then asks every question with the hybrid baseline,
+prune-and-grow without the hierarchy, and prune-and-grow with each variant of
+``GrowSettings`` below, and prints one markdown table of gold-evidence recall at 500,
+1,000 and 2,000 tokens per set. Every variant runs through the same eval strategy
+code as ``cam eval``. ``--out`` keeps the built memories (and an embedding cache) so a
+second run skips the build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from cam_engine.bench import shared_data_dir
+from cam_engine.config import DEFAULT_EMBED_MODEL
+from cam_engine.embed import load_embedder
+from cam_engine.embed.caching import CachingEmbedder
+from cam_engine.eval.contexts import STRATEGIES, EvalStrategy, Scope
+from cam_engine.eval.loaders import load
+from cam_engine.eval.metrics import evidence_recall, truncate_to_budget
+from cam_engine.eval.runner import run_eval, scope_of
+from cam_engine.memory import Memory
+from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
+
+BUDGETS = (500, 1000, 2000)
+VARIANTS: dict[str, GrowSettings] = {
+    "defaults": DEFAULT_GROW,
+    "no lexical links": replace(DEFAULT_GROW, linked=0),
+    "links from 2 chunks": replace(DEFAULT_GROW, linked=2),
+    "bridge decay 0.95": replace(DEFAULT_GROW, bridge_decay=0.95),
+    "bridge decay 0.90": replace(DEFAULT_GROW, bridge_decay=0.90),
+    "no member flow": replace(DEFAULT_GROW, member_decay=0.0),
+    "member decay 0.90": replace(DEFAULT_GROW, member_decay=0.90),
+    "member decay 0.97": replace(DEFAULT_GROW, member_decay=0.97),
+}
+
+
+def default_sets() -> list[tuple[str, Path]]:
+    data = shared_data_dir()
+    return [
+        ("hotpotqa", data / "hotpotqa" / "hotpotqa_dev_100_hard.jsonl"),
+        ("qmsum", data / "qmsum" / "val.jsonl"),
+    ]
+
+
+def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
+    """Recall per budget for the baseline, the ablation and every variant."""
+    evalset = load(kind, path)
+    cache = CachingEmbedder(load_embedder(DEFAULT_EMBED_MODEL), workdir / "vectors.npz")
+    if not (workdir / "eval-memories.db").exists():
+        run_eval(evalset, embedder=cache, workdir=workdir, strategies=["hybrid"])
+        cache.save()
+    strategies: dict[str, EvalStrategy] = {
+        "hybrid": STRATEGIES["hybrid"],
+        "prune-grow w/o hierarchy": STRATEGIES["cam-no-hierarchy"],
+        **{f"prune-grow, {n}": EvalStrategy("prune-grow", grow=g) for n, g in VARIANTS.items()},
+    }
+    scopes = scope_of(evalset)
+    by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
+    opened: dict[str, Scope] = {}
+    recalls: dict[str, list[list[float]]] = {name: [] for name in strategies}
+    try:
+        for question in evalset.questions:
+            if not question.gold:
+                continue
+            name = "pool" if "pool" in scopes else by_doc[question.doc_ids[0]]
+            if name not in opened:
+                opened[name] = Scope(
+                    Memory.open(workdir / "eval-memories.db", name, embedder=cache)
+                )
+            vector = cache.embed([question.question])[0]
+            gold = [g.text for g in question.gold]
+            for label, strategy in strategies.items():
+                passages = strategy(opened[name], question.question, vector).passages
+                recalls[label].append(
+                    [evidence_recall(truncate_to_budget(passages, b), gold) for b in BUDGETS]
+                )
+    finally:
+        for scope in opened.values():
+            scope.memory.close()
+    return {label: list(np.mean(rows, axis=0)) for label, rows in recalls.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", action="append", help="KIND:PATH (default: the tuning sets)")
+    parser.add_argument("--out", type=Path, help="Keep memories and vectors here.")
+    args = parser.parse_args()
+    sets = [(s.split(":", 1)[0], Path(s.split(":", 1)[1])) for s in args.set or []]
+    with tempfile.TemporaryDirectory(prefix="cam-tuning-") as scratch:
+        root = args.out or Path(scratch)
+        for kind, path in sets or default_sets():
+            workdir = root / f"{kind}-{path.stem}"
+            workdir.mkdir(parents=True, exist_ok=True)
+            results = tune(kind, path, workdir)
+            print(f"\n{kind} {path.name}\n")
+            print("| strategy | " + " | ".join(f"recall@{b}" for b in BUDGETS) + " |")
+            print("|---" * (1 + len(BUDGETS)) + "|")
+            for label, values in results.items():
+                print(f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Fast localization (CAM Section 4.2), hybrid: the nodes closest to a question by
+cosine AND by its words, fused by reciprocal rank.
+
+Dense similarity alone misses what a keyword finds (names, dates, rare terms: BM25
+beat dense by 0.13 at 1,000 tokens on long conversations), and BM25 alone misses
+paraphrase; reciprocal-rank fusion (Cormack et al., 2009) needs no score calibration
+between the two, which matters because SQLite's FTS5 and Neo4j's Lucene score
+differently. On the 100 hard HotpotQA questions fusion lifts recall at 1,000 tokens
+from 0.863 (dense) and 0.860 (BM25) to 0.903 (docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cam_engine.store.base import GraphStore
+
+RRF_K = 60  # the constant of the original paper, used as is by most hybrid search
+DEPTH = 40  # hits asked of each ranker: enough to fill 4,000 tokens of chunks twice
+
+
+@dataclass
+class Localization:
+    """Nodes ranked by fused relevance to one question, best first."""
+
+    order: list[str]
+    scores: dict[str, float]  # id -> fused score (higher is better)
+
+    def top(self, k: int) -> list[str]:
+        return self.order[:k]
+
+
+def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> Localization:
+    """Reciprocal-rank fusion: each node scores sum(1 / (k + rank)) over the rankings
+    it appears in (rank from 1); ties by id so the order is stable."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, node_id in enumerate(ranking, start=1):
+            scores[node_id] = scores.get(node_id, 0.0) + 1.0 / (k + rank)
+    order = sorted(scores, key=lambda i: (-scores[i], i))
+    return Localization(order, scores)
+
+
+def dense_ranking(
+    store: GraphStore, vector: np.ndarray, level: int | None, depth: int = DEPTH
+) -> list[str]:
+    return [node_id for node_id, _ in store.nearest(level, vector[None, :], depth)[0]]
+
+
+def lexical_ranking(
+    store: GraphStore, question: str, level: int | None, depth: int = DEPTH
+) -> list[str]:
+    return [node_id for node_id, _ in store.search_text(level, question, depth)]
+
+
+def hybrid(
+    store: GraphStore,
+    question: str,
+    vector: np.ndarray,
+    level: int | None = 0,
+    depth: int = DEPTH,
+) -> Localization:
+    """Dense and full-text rankings of one level (or all, ``level=None``), fused."""
+    return fuse(
+        [
+            dense_ranking(store, vector, level, depth),
+            lexical_ranking(store, question, level, depth),
+        ]
+    )

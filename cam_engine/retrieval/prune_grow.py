@@ -1,0 +1,173 @@
+"""Prune-and-Grow (CAM Section 4.2): localize, then let a selector decide where the
+activated set grows, turn after turn, along the memory's graph.
+
+1. **Localize** (hybrid): the nodes closest to the question by cosine and by its
+   words, fused by reciprocal rank (localize.py), over every level, so a summary can
+   stand for a cluster the question is about. The best ``top_k`` are offered.
+2. **Prune**: the selector keeps the helpful ones; they join the activated set.
+3. **Grow**: the next candidates are what the chosen nodes lead to: their children
+   (a summary's members), their same-level neighbours (similarity and proximity
+   edges) and, from the best localized chunk, its *lexical links*: the chunks that
+   share its rarest words that the question does not contain. Those links are the
+   second hop of a bridge question (the paragraph about the stadium names the city
+   the question asks about); they are edges the full-text index materializes on
+   demand instead of storing one for every pair of chunks sharing a word.
+4. Stop when nothing new is chosen, when the candidates stop changing, or after
+   ``max_turns``.
+
+Relevance flows along what the selector chose: a member of a chosen summary is at
+least as relevant as the summary (decayed), and the first relevant lexical link of
+the best chunk as relevant as that chunk (decayed), so it ranks near it although it
+shares few words with the question. The evidence is the activated chunks by
+relevance, then the activated summaries; ``backfill`` names every other chunk the
+question reached, by relevance, so a caller with a larger budget fills it in score
+order instead of stopping where the selector stopped.
+
+The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
+meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cam_engine.llm.base import Candidate, Selector
+from cam_engine.retrieval.base import Retrieval, unique_text
+from cam_engine.retrieval.localize import DEPTH, hybrid
+from cam_engine.store.base import GraphStore
+from cam_engine.store.keywords import query_terms
+from cam_engine.types import Node
+
+
+@dataclass(frozen=True)
+class GrowSettings:
+    # Chunks ranked for relevance: the pool a grown node must be in to inherit
+    # relevance, and the backfill. Deep, so that a bridge's second half, which shares
+    # few words with the question, is still in it.
+    pool_depth: int = 200
+    linked: int = 1  # best localized chunks whose lexical links are followed
+    links_per_node: int = 5
+    link_terms: int = 30  # words of a chunk its lexical links are searched by
+    member_decay: float = 0.95  # a member's relevance from its chosen summary's
+    bridge_decay: float = 0.92  # a bridge's relevance from its chunk's
+
+
+DEFAULT_GROW = GrowSettings()
+
+
+def prune_and_grow(
+    store: GraphStore,
+    question_text: str,
+    question: np.ndarray,
+    selector: Selector,
+    *,
+    top_k: int,
+    max_turns: int,
+    level: int | None = None,
+    grow: GrowSettings = DEFAULT_GROW,
+) -> Retrieval:
+    """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
+    and growth at level 0 only): the paper's "w/o hierarchy" ablation."""
+    result = Retrieval("prune-grow", [])
+    chunks = hybrid(store, question_text, question, level=0, depth=grow.pool_depth)
+    seeds = chunks if level == 0 else hybrid(store, question_text, question, level, DEPTH)
+    # One relevance per node: the chunks' fused score (the deeper ranking), else the
+    # all-level one (summaries); raised below as relevance flows.
+    relevance = {**seeds.scores, **chunks.scores}
+    reached = set(chunks.scores)  # the backfill's candidates
+    activated: dict[str, Node] = {}
+    candidates = seeds.top(top_k)
+    for turn in range(max_turns):
+        fresh_ids = [c for c in candidates if c not in activated]
+        offered = unique_text(
+            store.get_nodes(fresh_ids, embeddings=True),
+            fresh_ids,
+            exclude={n.text for n in activated.values()},
+        )
+        offered.sort(key=lambda n: (-relevance.get(n.id, 0.0), n.id))
+        result.candidates.append([n.id for n in offered])
+        selection = selector.select(
+            question_text,
+            [Candidate(n.text, n.embedding, relevance.get(n.id)) for n in offered],
+        )
+        result.usage += selection.usage
+        chosen = [offered[i] for i in selection.chosen if 0 <= i < len(offered)]
+        result.turns.append([n.id for n in chosen])
+        if not chosen:
+            result.stop = "the activated set stopped growing"
+            break
+        for node in chosen:
+            activated[node.id] = node
+        # Lexical links only from localized chunks (the first turn): a bridge has two
+        # hops, and links of links wander off the question.
+        grown = _grow(store, question_text, chosen, relevance, reached, grow, turn == 0)
+        fresh = sorted(set(grown) - activated.keys())
+        if not fresh or fresh == sorted(set(candidates) - activated.keys()):
+            result.stop = "the candidates stopped changing"
+            break
+        candidates = fresh
+    else:
+        result.stop = f"reached max_turns ({max_turns})"
+    result.activated = list(activated.values())
+    result.ranked = sorted(
+        result.activated, key=lambda n: (n.level > 0, -relevance.get(n.id, 0.0), n.id)
+    )
+    result.backfill = sorted(reached - activated.keys(), key=lambda i: (-relevance.get(i, 0.0), i))
+    return result
+
+
+def _grow(
+    store: GraphStore,
+    question: str,
+    chosen: Sequence[Node],
+    relevance: dict[str, float],
+    reached: set[str],
+    grow: GrowSettings,
+    bridges: bool,
+) -> list[str]:
+    """The nodes the chosen lead to (children, lexical links, neighbours: in that
+    order, sources best first), raising ``relevance`` where it flows and adding the
+    chunks reached to ``reached``."""
+    order = sorted(chosen, key=lambda n: (-relevance.get(n.id, 0.0), n.id))
+    ids = [n.id for n in order]
+    neighbours = store.neighbours(ids)
+    summaries = [n.id for n in order if n.level > 0]
+    children = store.members_of(summaries) if summaries else {}
+    links: dict[str, list[str]] = {}
+    if bridges:
+        asked = set(query_terms(question))
+        for node in [n for n in order if n.level == 0][: grow.linked]:
+            links[node.id] = _lexical_links(store, node, asked, grow)
+            bridge = next((i for i in links[node.id] if relevance.get(i, 0.0) > 0), None)
+            if bridge is not None:
+                _raise(relevance, bridge, relevance[node.id] * grow.bridge_decay)
+    for node in order:
+        # A cluster the question is about vouches for its members.
+        for child in children.get(node.id, ()):
+            _raise(relevance, child, relevance.get(node.id, 0.0) * grow.member_decay)
+            reached.add(child)  # a chunk, or a summary under a covering top node
+    grown: list[str] = []
+    for node_id in ids:
+        weights = neighbours.get(node_id, {})
+        grown += sorted(children.get(node_id, ()))
+        grown += links.get(node_id, [])
+        grown += sorted(weights, key=lambda m: (-weights[m], m))
+    return [i for i in dict.fromkeys(grown) if i not in ids]
+
+
+def _raise(relevance: dict[str, float], node_id: str, value: float) -> None:
+    if value > relevance.get(node_id, 0.0):
+        relevance[node_id] = value
+
+
+def _lexical_links(store: GraphStore, node: Node, asked: set[str], grow: GrowSettings) -> list[str]:
+    """The chunks sharing ``node``'s words that the question does not have, best first.
+    Full-text scoring weighs the words by rarity (idf), so names and rare terms decide."""
+    terms = [t for t in query_terms(node.text) if t not in asked][: grow.link_terms]
+    if not terms:
+        return []
+    hits = store.search_text(0, " ".join(terms), grow.links_per_node + 1)
+    return [i for i, _ in hits if i != node.id][: grow.links_per_node]

@@ -1,0 +1,176 @@
+"""Every retrieval strategy by name: the one registry that ``Memory.ask``, ``cam ask``,
+``cam eval`` and the benches dispatch through, so an evaluation measures exactly the
+path a user runs.
+
+A strategy takes the memory (the public API), the question and ``AskOptions``, and
+returns a ``Retrieval``: the evidence best first, what would fill a larger budget,
+and, for the adapters, which write their own answer, that answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cam_engine.errors import ConfigError
+from cam_engine.llm.base import AnswerText, ChatModel, Selector
+from cam_engine.retrieval import simple
+from cam_engine.retrieval.base import Retrieval
+from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings, prune_and_grow
+from cam_engine.retrieval.selection import RelevanceSelector
+from cam_engine.types import Node
+
+if TYPE_CHECKING:
+    from cam_engine.adapters.base import AdapterAnswer
+    from cam_engine.memory import Memory
+
+CAM = "cam"
+BASELINE = "baseline"
+ADAPTER = "adapter"
+
+
+@dataclass(frozen=True)
+class AskOptions:
+    top_k: int = 10  # nodes found by fast localization (flat strategies: evidence kept)
+    max_turns: int = 5  # prune-and-grow turns at most
+    level: int | None = None  # prune-grow/global: one level only (0: "w/o hierarchy")
+    selector: Selector | None = None  # None: the offline RelevanceSelector
+    chat: ChatModel | None = None  # adapters: None runs their offline extractive rules
+    adapter: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific options
+    grow: GrowSettings = DEFAULT_GROW  # prune-grow's growth and relevance flow
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1 or self.max_turns < 1:
+            raise ConfigError(
+                f"top_k and max_turns must be >= 1, got {self.top_k} and {self.max_turns}"
+            )
+
+
+Run = Callable[["Memory", str, AskOptions], Retrieval]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    family: str  # CAM, BASELINE or ADAPTER
+    help: str
+    run: Run
+    view: str | None = None  # the adapter view it reads (built by `cam ingest --view`)
+
+
+def _vector(memory: Memory, question: str) -> Any:
+    return memory.embedder.embed([question])[0]
+
+
+def _flat(rank: Callable[..., Retrieval], *, with_level: bool = False) -> Run:
+    def run(memory: Memory, question: str, options: AskOptions) -> Retrieval:
+        vector = _vector(memory, question)
+        if with_level:
+            return rank(memory.store, question, vector, options.top_k, options.level)
+        return rank(memory.store, question, vector, options.top_k)
+
+    return run
+
+
+def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval:
+    return prune_and_grow(
+        memory.store,
+        question,
+        _vector(memory, question),
+        options.selector or RelevanceSelector(),
+        top_k=options.top_k,
+        max_turns=options.max_turns,
+        level=options.level,
+        grow=options.grow,
+    )
+
+
+def _adapter(name: str) -> Run:
+    def run(memory: Memory, question: str, options: AskOptions) -> Retrieval:
+        from cam_engine.adapters.registry import ASK_STRATEGIES
+
+        answer: AdapterAnswer = ASK_STRATEGIES[name](
+            memory, question, options.chat, **dict(options.adapter)
+        )
+        evidence = [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources]
+        extra = []
+        if name in ("lookup", "lookup-seq"):
+            extra = _other_gists(memory, {s.id for s in answer.sources})
+        return Retrieval(
+            name,
+            evidence,
+            usage=answer.log.usage,
+            ranked=evidence,
+            extra_context=extra,
+            answer=AnswerText(answer.answer, answer.backend, answer.log.usage),
+            details={**answer.log.to_dict(), **answer.details},
+        )
+
+    return run
+
+
+def _other_gists(memory: Memory, read: set[str]) -> list[Node]:
+    """ReadAgent's gist memory beyond the pages it read: the gists of the other pages in
+    page order (its answering prompt holds them all, the chosen pages expanded)."""
+    from cam_engine.types import PAGE
+
+    return [
+        Node(p.id, 0, "gist", str(p.props.get("gist", "")), p.doc_id)
+        for p in memory.view_nodes("readagent", PAGE)
+        if p.id not in read
+    ]
+
+
+STRATEGIES: dict[str, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy(
+            "prune-grow",
+            CAM,
+            "hybrid localization, then selector-guided growth along neighbours, "
+            "children and lexical links (CAM's Prune-and-Grow)",
+            _prune_grow,
+        ),
+        Strategy(
+            "global",
+            CAM,
+            "fast localization only: top-k nodes of all levels",
+            _flat(simple.global_top_k, with_level=True),
+        ),
+        Strategy("traverse", CAM, "top-down from the top level", _flat(simple.traverse)),
+        Strategy("hybrid", BASELINE, "chunks by BM25 + cosine rank fusion", _flat(simple.fused)),
+        Strategy("dense", BASELINE, "chunks by cosine", _flat(simple.dense)),
+        Strategy("bm25", BASELINE, "chunks by BM25 (full-text index)", _flat(simple.lexical)),
+        Strategy(
+            "lookup", ADAPTER, "ReadAgent-P: pick pages by gist", _adapter("lookup"), "readagent"
+        ),
+        Strategy(
+            "lookup-seq",
+            ADAPTER,
+            "ReadAgent-S: one page per turn",
+            _adapter("lookup-seq"),
+            "readagent",
+        ),
+        Strategy(
+            "memagent", ADAPTER, "MemAgent: read in order, overwrite a memory", _adapter("memagent")
+        ),
+        Strategy(
+            "research",
+            ADAPTER,
+            "GAM: plan, search, integrate, reflect",
+            _adapter("research"),
+            "gam",
+        ),
+    )
+}
+DEFAULT = "prune-grow"
+
+
+def strategy_named(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)}"
+        ) from None
