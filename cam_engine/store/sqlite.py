@@ -92,6 +92,7 @@ class SqliteStore:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._in_transaction = False
         self._vectors: dict[int, _VectorIndex] = {}
+        self._data_version = self._read_data_version()
 
     # --- lifecycle ------------------------------------------------------------------
     @property
@@ -128,6 +129,7 @@ class SqliteStore:
             ) from exc
         self._in_transaction = True
         try:
+            self._see_other_writers()  # the write lock is ours: what is committed is final
             yield
         except BaseException:
             self._conn.execute("ROLLBACK")
@@ -322,6 +324,20 @@ class SqliteStore:
         )
         return [self._node(r, True) for r in rows]
 
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _see_other_writers(self) -> None:
+        """Forget the cached vectors when another connection (another ``cam ingest``
+        process, say) has committed since this one last looked: SQLite's
+        ``data_version`` changes only for commits made elsewhere. Without this, two
+        ingests into one file each kept their own stale copy of the vectors and never
+        linked the other's chunks."""
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._vectors.clear()
+            self._data_version = version
+
     def _index(self, level: int) -> _VectorIndex:
         if level not in self._vectors:
             rows = self._q(
@@ -336,6 +352,8 @@ class SqliteStore:
     def nearest(
         self, level: int | None, vectors: np.ndarray, k: int
     ) -> list[list[tuple[str, float]]]:
+        if not self._in_transaction:  # a transaction looked when it began
+            self._see_other_writers()
         levels = [level] if level is not None else self.levels()
         ids: list[str] = []
         blocks: list[np.ndarray] = []
