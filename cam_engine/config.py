@@ -135,6 +135,8 @@ class Environment:
     neo4j_browser_url: str | None = None
     llm_timeout: float | None = None  # seconds per chat request (client default 60)
     llm_max_retries: int | None = None  # retries of a failed chat request (client default 4)
+    embed_device: str | None = None  # auto (the default), cpu, cuda or mps
+    embed_batch_size: int | None = None  # texts per embedding call (default: 256 on a GPU, 64)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
@@ -153,6 +155,8 @@ class Environment:
             neo4j_browser_url=env.get("CAM_NEO4J_BROWSER_URL") or None,
             llm_timeout=_number(env, "CAM_LLM_TIMEOUT", float),
             llm_max_retries=_number(env, "CAM_LLM_MAX_RETRIES", int),
+            embed_device=env.get("CAM_EMBED_DEVICE") or None,
+            embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),
         )
 
     def __repr__(self) -> str:  # never print the key

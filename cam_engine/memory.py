@@ -28,7 +28,7 @@ from cam_engine.config import (
     check_batch_size,
     validate_memory_name,
 )
-from cam_engine.embed import Embedder, load_embedder
+from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock, TimedStore
@@ -175,7 +175,10 @@ class Memory:
             return cls(
                 graph,
                 settings=settings,
-                embedder=embedder or load_embedder(settings.embed_model),
+                embedder=embedder
+                or load_embedder(
+                    settings.embed_model, device=env.embed_device, batch_size=env.embed_batch_size
+                ),
                 summarizer=summarizer or ExtractiveSummarizer(),
                 llm_concurrency=llm_concurrency,
             )
@@ -465,6 +468,7 @@ class Memory:
             if d.total is not None and d.chunks < d.total
         ]
         data.update(
+            embedder={"model": self.embedder.name, "device": embedding_device(self.embedder)},
             partial_documents=partial,
             memory=self.store.memory,
             store=self.store.location,

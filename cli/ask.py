@@ -7,6 +7,7 @@ import click
 from cam_engine import Environment, Memory
 from cam_engine.cli.options import (
     chat_for,
+    device_option,
     echo_json,
     json_option,
     memory_options,
@@ -110,6 +111,7 @@ def _strategy_help() -> str:
     help="memagent: memory cap.",
 )
 @click.option("--restart", is_flag=True, help="memagent: start over instead of resuming.")
+@device_option
 @json_option
 def ask(
     question: str,
@@ -127,6 +129,7 @@ def ask(
     read_tokens: int,
     memory_tokens: int,
     restart: bool,
+    device: str | None,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from a memory and show the evidence it came from.
@@ -152,7 +155,7 @@ def ask(
         chat = chat_for(llm, Environment.from_env(), model_dir)
         selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
     try:
-        with open_memory(store, memory_name) as memory:
+        with open_memory(store, memory_name, device=device) as memory:
             _require_chunks(memory)
             _require_view(memory, spec.view)
             result = memory.ask(

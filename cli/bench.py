@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
+from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
-from cam_engine.cli.options import echo_json
+from cam_engine.cli.options import device_option, echo_json
 
 
 @click.group()
@@ -26,14 +27,22 @@ def bench() -> None:
     "--store", "store_dir", help="Folder for the benchmark's SQLite file (default: a temp dir)."
 )
 @click.option("--embed-model", default=None, help="Embedding model (default: the memory default).")
+@device_option
 def bench_ingest(
-    book: str, batch_size: int, store_dir: str | None, embed_model: str | None
+    book: str, batch_size: int, store_dir: str | None, embed_model: str | None, device: str | None
 ) -> None:
     """Ingest a book in batches, then rebuild it; print timing and locality ratios."""
     from cam_engine.bench.ingest import run
     from cam_engine.errors import CamError
 
     try:
-        echo_json(run(book, batch_size=batch_size, store_dir=store_dir, embed_model=embed_model))
+        figures = run(
+            book,
+            batch_size=batch_size,
+            store_dir=store_dir,
+            embed_model=embed_model,
+            device=device or Environment.from_env().embed_device,
+        )
+        echo_json(figures)
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

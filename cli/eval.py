@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cam_engine.cli.options import echo_json
+from cam_engine.cli.options import device_option, echo_json
 from cam_engine.errors import CamError
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
@@ -139,6 +139,7 @@ class _Ticker:
     "--embed-model",
     help="Embedding model (default: $CAM_EMBED_MODEL, else all-MiniLM-L6-v2, bundled).",
 )
+@device_option
 @click.option(
     "--embed-cache",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -164,6 +165,7 @@ def eval_command(
     model_dir: str | None,
     answer_budget: int,
     embed_model: str | None,
+    device: str | None,
     embed_cache: Path | None,
     as_json: bool,
 ) -> None:
@@ -250,8 +252,12 @@ def eval_command(
         pooled = list(scope_of(evalset)) == ["pool"]
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
-        model = embed_model or Environment.from_env().embed_model or DEFAULT_EMBED_MODEL
-        embedder = CachingEmbedder(load_embedder(model), embed_cache)
+        env = Environment.from_env()
+        model = embed_model or env.embed_model or DEFAULT_EMBED_MODEL
+        inner = load_embedder(
+            model, device=device or env.embed_device, batch_size=env.embed_batch_size
+        )
+        embedder = CachingEmbedder(inner, embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
             run = run_eval(
                 evalset,

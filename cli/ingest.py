@@ -10,6 +10,7 @@ import click
 from cam_engine import Environment, Memory, Settings
 from cam_engine.cli.options import (
     chat_for,
+    device_option,
     echo_json,
     json_option,
     memory_options,
@@ -188,6 +189,7 @@ def _build_view(
     help="New memory: sentence-transformers model name or path (default all-MiniLM-L6-v2, "
     "bundled; or $CAM_EMBED_MODEL).",
 )
+@device_option
 @json_option
 def ingest(
     paths: tuple[str, ...],
@@ -201,6 +203,7 @@ def ingest(
     views: tuple[str, ...],
     page_words: str,
     session_tokens: int,
+    device: str | None,
     as_json: bool,
     **setting_values: Any,
 ) -> None:
@@ -225,6 +228,7 @@ def ingest(
         summarizer=summarizer,
         llm_concurrency=llm_concurrency,
         create=bool(paths),  # --rebuild or --view alone work on a memory that exists
+        device=device,
     )
     _warn_of_mixed_summaries(memory)
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())

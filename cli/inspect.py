@@ -59,6 +59,10 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     click.echo(f"views: {views or 'none (cam ingest --view readagent|gam)'}")
     settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
     click.echo(f"settings: {settings}")
+    embedder = data["embedder"]
+    click.echo(
+        f"embedding: {embedder['model']} on {embedder['device']} (--device / CAM_EMBED_DEVICE)"
+    )
 
 
 @click.command()

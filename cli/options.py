@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -34,6 +35,19 @@ def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
         return command(*args, **kwargs)
 
     return wrapper
+
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def device_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--device: where the embedding model runs."""
+    return click.option(
+        "--device",
+        type=click.Choice(DEVICES, case_sensitive=False),
+        help="Where the embedding model runs (default: $CAM_EMBED_DEVICE, else auto: a GPU "
+        "when torch sees one, in fp16, else the CPU).",
+    )(command)
 
 
 def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,10 +91,13 @@ def open_memory(
     summarizer: str = "extractive",
     llm_concurrency: int = 4,
     create: bool = False,
+    device: str | None = None,
 ) -> Memory:
     """The memory a command works on. Only commands that add documents create one: for
     the others a mistyped --store or --memory is an error, not a new empty memory."""
     env = Environment.from_env()
+    if device is not None:  # --device beats CAM_EMBED_DEVICE
+        env = replace(env, embed_device=device)
     try:
         return Memory.open(
             store,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cam_engine.config import Settings
-from cam_engine.embed import load_embedder
+from cam_engine.embed import embedding_device, load_embedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
@@ -44,11 +44,16 @@ def _ratio(values: list[float]) -> float | None:
 
 
 def run(
-    book: str, *, batch_size: int = 64, store_dir: str | None = None, embed_model: str | None = None
+    book: str,
+    *,
+    batch_size: int = 64,
+    store_dir: str | None = None,
+    embed_model: str | None = None,
+    device: str | None = None,
 ) -> dict[str, Any]:
     settings = Settings(embed_model=embed_model) if embed_model else Settings()
     start = time.perf_counter()
-    embedder = load_embedder(settings.embed_model)
+    embedder = load_embedder(settings.embed_model, device=device)
     embedder.embed(["warm-up"])  # import torch and load the weights outside the timings
     model_load_s = time.perf_counter() - start
     folder = Path(store_dir or tempfile.mkdtemp(prefix="cam-bench-"))
@@ -78,6 +83,7 @@ def run(
         "batches": len(reports),
         "chunks": sum(r.chunks_added for r in reports),
         "summarizer": reports[0].summarizer if reports else None,
+        "device": embedding_device(embedder),
         "model_load_s": round(model_load_s, 3),
         "total_s": round(total, 3),
         "embed_s": round(embed, 3),

@@ -66,6 +66,10 @@ class CachingEmbedder:
     def dim(self) -> int:
         return self._inner.dim
 
+    @property
+    def device(self) -> str:
+        return str(getattr(self._inner, "device", "cpu"))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         start = time.perf_counter()
         try:
