@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any, cast
 
+import numpy as np
+
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import (
     DEFAULT_EMBED_MODEL,
@@ -30,6 +32,7 @@ from cam_engine.config import (
 )
 from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.engine.builder import MemoryBuilder
+from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock, TimedStore
 from cam_engine.errors import ConfigError, InputError, NotFoundError
@@ -251,7 +254,9 @@ class Memory:
         report = IngestReport()
         chunks = chunk_document(document, text, self.settings.chunk_tokens)
         record = DocumentRecord(document, "<text>", _sha256(text), 0, len(chunks))
-        self._ingest_chunks(record, iter(chunks), len(chunks), batch_size, report, on_batch)
+        self._ingest_chunks(
+            record, iter(chunks), len(chunks), batch_size, report, on_batch, known=chunks
+        )
         return report
 
     def ingest_documents(
@@ -269,18 +274,18 @@ class Memory:
         """
         check_batch_size(batch_size)
         records: dict[str, DocumentRecord] = {}
-
-        def chunks() -> Iterator[Chunk]:
-            for doc_id, text in documents:
-                if not text.strip():
-                    raise InputError(f"document {doc_id!r} is empty")
-                pieces = chunk_document(doc_id, text, self.settings.chunk_tokens)
-                records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0, len(pieces))
-                yield from pieces
-
+        pieces: list[Chunk] = []
+        # Chunked up front: an empty document is refused before anything is written,
+        # and the chunks already stored are known before any is embedded.
+        for doc_id, text in documents:
+            if not text.strip():
+                raise InputError(f"document {doc_id!r} is empty")
+            chunks = chunk_document(doc_id, text, self.settings.chunk_tokens)
+            records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0, len(chunks))
+            pieces.extend(chunks)
         report = IngestReport()
-        for number, (batch, chunk_seconds) in enumerate(_batches(chunks(), batch_size)):
-            result = self._add_batch(records, batch, number, chunk_seconds)
+        for number, batch in enumerate(self._prepared(iter(pieces), batch_size, pieces)):
+            result = self._add_batch(records, batch, number)
             report.batches.append(result)
             if on_batch is not None:
                 on_batch(result)
@@ -321,7 +326,9 @@ class Memory:
                 )
         pieces = chunk_document(source.doc_id, text, budget)
         record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
-        self._ingest_chunks(record, iter(pieces), len(pieces), batch_size, report, on_batch)
+        self._ingest_chunks(
+            record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
+        )
 
     def _ingest_chunks(
         self,
@@ -331,11 +338,12 @@ class Memory:
         batch_size: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
+        known: Sequence[Chunk] | None = None,
     ) -> None:
         done = 0
-        for number, (batch, chunk_seconds) in enumerate(_batches(chunks, batch_size)):
-            done += len(batch)
-            result = self._add_batch({record.id: record}, batch, number, chunk_seconds)
+        for number, batch in enumerate(self._prepared(chunks, batch_size, known)):
+            done += len(batch.chunks)
+            result = self._add_batch({record.id: record}, batch, number)
             result.chunks_done, result.chunks_total = done, total
             report.batches.append(result)
             if on_batch is not None:
@@ -343,16 +351,25 @@ class Memory:
         if done == 0:
             raise InputError(f"{record.source}: no text to ingest")
 
+    def _prepared(
+        self, chunks: Iterator[Chunk], batch_size: int, known: Sequence[Chunk] | None
+    ) -> Iterator[PreparedBatch]:
+        """Batches of ``chunks``, each chunked and embedded while the one before it is
+        being written (engine/prefetch.py). With the chunks ``known`` up front, those
+        already stored are not embedded (re-ingesting a document costs no embedding)."""
+        stored = self.store.existing_ids(c.id for c in known) if known is not None else set()
+        return prefetched(
+            _batches(chunks, batch_size), self.embedder.embed, skip=lambda c: c.id in stored
+        )
+
     def _add_batch(
-        self,
-        records: dict[str, DocumentRecord],
-        batch: list[Chunk],
-        number: int,
-        chunk_seconds: float,
+        self, records: dict[str, DocumentRecord], prepared: PreparedBatch, number: int
     ) -> BatchReport:
         """One batch (chunks of one document, or of several short ones) in one transaction."""
+        batch = prepared.chunks
         clock = PhaseClock()
-        clock.seconds["chunk"] = chunk_seconds
+        clock.seconds["chunk"] = prepared.chunk_seconds
+        clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
         store = cast(GraphStore, TimedStore(self.store, clock))
         docs = list(dict.fromkeys(c.doc_id for c in batch))
         label = docs[0] if len(docs) == 1 else None
@@ -362,8 +379,12 @@ class Memory:
         report.chunks_skipped = len(batch) - len(new)
         self._refuse_rewritten_positions(records, new)
         if new:
-            with clock.phase("embed"):
-                vectors = self.embedder.embed([c.text for c in new])
+            missing = [c for c in new if c.id not in prepared.vectors]
+            if missing:  # stored when prefetched, gone since: embed them now
+                with clock.phase("embed"):
+                    late = self.embedder.embed([c.text for c in missing])
+                prepared.vectors.update(zip((c.id for c in missing), late, strict=True))
+            vectors = np.stack([prepared.vectors[c.id] for c in new])
             nodes = [
                 Node(
                     id=c.id,
