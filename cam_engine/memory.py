@@ -415,6 +415,7 @@ class Memory:
                 builder.assimilate(nodes, report)
             report.chunks_added = len(new)
         report.seconds = dict(clock.seconds)
+        report.store_calls = clock.store_calls
         return report
 
     def _refuse_rewritten_positions(
@@ -475,6 +476,7 @@ class Memory:
                 builder.assimilate(chunks, report, stored=True)
         report.chunks_added = len(chunks)
         report.seconds = dict(clock.seconds)
+        report.store_calls = clock.store_calls
         if on_batch is not None:
             on_batch(report)
         return report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from cam_engine import Environment
@@ -28,8 +30,19 @@ def bench() -> None:
 )
 @click.option("--embed-model", default=None, help="Embedding model (default: the memory default).")
 @device_option
+@click.option(
+    "--cached-vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read and save chunk and summary vectors in this .npz, so a second run times the "
+    "engine alone.",
+)
 def bench_ingest(
-    book: str, batch_size: int, store_dir: str | None, embed_model: str | None, device: str | None
+    book: str,
+    batch_size: int,
+    store_dir: str | None,
+    embed_model: str | None,
+    device: str | None,
+    cached_vectors: Path | None,
 ) -> None:
     """Ingest a book in batches, then rebuild it; print timing and locality ratios."""
     from cam_engine.bench.ingest import run
@@ -42,6 +55,7 @@ def bench_ingest(
             store_dir=store_dir,
             embed_model=embed_model,
             device=device or Environment.from_env().embed_device,
+            cached_vectors=cached_vectors,
         )
         echo_json(figures)
     except CamError as exc:

@@ -11,6 +11,15 @@ Figures (one JSON object):
   the first ratio says how much the touched part of the hierarchy grew, the second how
   much more each touched node cost (hubs have more edges to read).
 - the same figures for ``rebuild`` (one pass over all stored chunks).
+- engine_ms_per_chunk: non-embedding milliseconds per chunk over the whole book (the
+  engine and its store), with a per-phase breakdown in phases_s.
+- store_calls_per_batch: median store verbs called per batch (commits included; on
+  Neo4j each is a round trip, reads served by the batch cache are not counted).
+- device, embed_chunks_per_s: where the model ran, and its throughput on the book's
+  first 512 chunks, timed apart (uncached).
+- cached_vectors: with ``--cached-vectors FILE`` the chunk and summary vectors are read
+  from and saved to FILE; "used" when the timed run embedded nothing (the figures are
+  then the engine alone), "filled" when it had to embed (run again).
 """
 
 from __future__ import annotations
@@ -21,11 +30,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import embedding_device, load_embedder
+from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
+from cam_engine.sources import read_text
 
 
 def _phase_totals(reports: list[BatchReport]) -> dict[str, float]:
@@ -50,12 +62,20 @@ def run(
     store_dir: str | None = None,
     embed_model: str | None = None,
     device: str | None = None,
+    cached_vectors: Path | None = None,
 ) -> dict[str, Any]:
     settings = Settings(embed_model=embed_model) if embed_model else Settings()
     start = time.perf_counter()
-    embedder = load_embedder(settings.embed_model, device=device)
-    embedder.embed(["warm-up"])  # import torch and load the weights outside the timings
+    model = load_embedder(settings.embed_model, device=device)
+    model.embed(["warm-up"])  # import torch and load the weights outside the timings
     model_load_s = time.perf_counter() - start
+    sample = [
+        c.text for c in chunk_document("sample", read_text(Path(book))[0], settings.chunk_tokens)
+    ][:512]
+    start = time.perf_counter()
+    model.embed(sample)
+    embed_chunks_per_s = len(sample) / (time.perf_counter() - start)
+    embedder = CachingEmbedder(model, cached_vectors)
     folder = Path(store_dir or tempfile.mkdtemp(prefix="cam-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "bench.db"
@@ -74,16 +94,26 @@ def run(
         rebuilt = memory.rebuild()
         rebuild_total = time.perf_counter() - start
         rebuild_stats = memory.stats()
+    embedder.save()
     non_embed = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
+    chunks = sum(r.chunks_added for r in reports)
     affected = [sum(level.affected_nodes for level in r.levels) for r in reports]
     per_affected = [s / n if n else 0.0 for s, n in zip(non_embed, affected, strict=True)]
     return {
         "book": Path(book).name,
         "batch_size": batch_size,
         "batches": len(reports),
-        "chunks": sum(r.chunks_added for r in reports),
+        "chunks": chunks,
         "summarizer": reports[0].summarizer if reports else None,
-        "device": embedding_device(embedder),
+        "device": embedding_device(model),
+        "embed_chunks_per_s": round(embed_chunks_per_s, 1),
+        "cached_vectors": None
+        if cached_vectors is None
+        else ("used" if embedder.computed == 0 else "filled"),
+        "engine_ms_per_chunk": round(1000 * sum(non_embed) / max(1, chunks), 3),
+        "store_calls_per_batch": statistics.median(r.store_calls for r in reports)
+        if reports
+        else None,
         "model_load_s": round(model_load_s, 3),
         "total_s": round(total, 3),
         "embed_s": round(embed, 3),

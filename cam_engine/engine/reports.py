@@ -33,6 +33,7 @@ class BatchReport:
     summarizer: str = ""
     usage: Usage = field(default_factory=Usage)
     seconds: dict[str, float] = field(default_factory=dict)
+    store_calls: int = 0  # store verbs called (and commits): round trips on Neo4j
     chunks_done: int = 0  # of this document so far
     chunks_total: int | None = None  # of this document, when known up front
     top_nodes: int = 0  # nodes of the top level after the batch (0: one root, no cover)

@@ -21,6 +21,7 @@ class PhaseClock:
     def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
         self.now = now
         self.seconds: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+        self.store_calls = 0  # calls that reached the store (a commit is one)
         self._excluded: list[float] = []  # per open phase: seconds counted elsewhere
 
     @contextmanager
@@ -38,6 +39,7 @@ class PhaseClock:
 
     def add_store(self, seconds: float) -> None:
         self.seconds["store"] += seconds
+        self.store_calls += 1
         if self._excluded:
             self._excluded[-1] += seconds
 
