@@ -40,8 +40,8 @@ from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
 from cam_engine.retrieval import Retrieval, context_passages
+from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
-from cam_engine.retrieval.strategies import AskOptions, strategy_named
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.store.batch_cache import BatchCache
@@ -520,8 +520,15 @@ class Memory:
         themselves, with ``chat`` or their offline rules, and take their own ``options``.
         """
         spec = strategy_named(strategy)
+        if not isinstance(question, str):
+            raise InputError(f"the question must be text, got {type(question).__name__}")
         if not question.strip():
             raise InputError("the question is empty")
+        if options and spec.family != ADAPTER:
+            raise ConfigError(
+                f"options are for the adapter strategies; {strategy!r} takes top_k, "
+                "max_turns and selector"
+            )
         ask_options = AskOptions(
             top_k=top_k,
             max_turns=max_turns,

@@ -55,7 +55,9 @@ def _strategy_help() -> str:
     default=10,
     type=click.IntRange(min=1),
     show_default=True,
-    help="Nodes found by fast localization.",
+    help="prune-grow and global: nodes offered by localization; traverse: children kept "
+    "per level; hybrid, dense, bm25: chunks kept as evidence. The adapters have their own "
+    "options below.",
 )
 @click.option(
     "--max-turns",
@@ -64,7 +66,13 @@ def _strategy_help() -> str:
     show_default=True,
     help="Prune-and-grow turns at most.",
 )
-@click.option("--width", default=160, show_default=True, help="Characters per evidence snippet.")
+@click.option(
+    "--width",
+    default=160,
+    type=click.IntRange(min=2),
+    show_default=True,
+    help="Characters per evidence snippet.",
+)
 @click.option(
     "--llm",
     type=click.Choice(["extractive", "openai", "local"]),
@@ -183,7 +191,8 @@ def ask(
         )
     else:
         click.echo(
-            f"\nevidence ({plural(len(result.evidence), 'node')}, most relevant first, "
+            f"\nevidence ({plural(len(result.evidence), 'node')}, chunks most relevant first, "
+            "then summaries, "
             f"{strategy}, {plural(len(found.turns), 'turn')}"
             f"{': ' + found.stop if found.stop else ''}):"
         )

@@ -111,7 +111,10 @@ class _Ticker:
 @click.option("--lengths", default="32000,128000", show_default=True, help="NIAH: haystack tokens.")
 @click.option("--depths", default="0,25,50,75,100", show_default=True, help="NIAH: percent.")
 @click.option(
-    "--out", type=click.Path(path_type=Path), help="Write results.json, table.md and plots here."
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Write results.json, table.md and plots here, and keep the memories built "
+    "(eval-memories.db; a new run rebuilds them).",
 )
 @click.option(
     "--top-k",

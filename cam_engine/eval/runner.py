@@ -531,11 +531,10 @@ def markdown_table(run: EvalRun) -> str:
 def headline(run: EvalRun) -> str:
     """The run in one line: questions scored and left out, build time, localization."""
     excluded = f" ({len(run.excluded)} excluded: {run.excluded_reason})" if run.excluded else ""
-    what = (
-        "summary questions, scored by ROUGE recall"
-        if run.scoring == SCORING_SUMMARY
-        else ("questions")
-    )
+    noun = "summary question" if run.scoring == SCORING_SUMMARY else "question"
+    what = noun if run.questions == 1 else noun + "s"
+    if run.scoring == SCORING_SUMMARY:
+        what += ", scored by ROUGE recall"
     return (
         f"{run.name}: {run.questions} {what}{excluded}, memories built in "
         f"{run.build['seconds']} s, CAM top-k {run.build['top_k']}"

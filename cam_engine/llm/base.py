@@ -96,7 +96,9 @@ class Candidate:
 
     text: str
     vector: Any = None  # np.ndarray | None; unit length
-    score: float | None = None  # retrieval's relevance to the question, when it has one
+    # The relevance retrieval vouches for (None: none, or too little to compete with
+    # what was already chosen); LLM selectors judge the text, the offline one this.
+    score: float | None = None
 
 
 @dataclass(frozen=True)

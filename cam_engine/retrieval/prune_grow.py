@@ -80,6 +80,15 @@ def prune_and_grow(
     reached = set(chunks.scores)  # the backfill's candidates
     activated: dict[str, Node] = {}
     candidates = seeds.top(top_k)
+    bar = 0.0  # set by the first turn: what localization's choices reached
+
+    def vouched(node_id: str) -> float | None:
+        """The relevance a candidate is offered with: after the first turn, a node
+        less relevant than everything chosen from localization is offered without
+        one (growth must not put weaker nodes ahead of stronger ones never reached)."""
+        score = relevance.get(node_id, 0.0)
+        return score if score > 0 and score >= bar else None
+
     for turn in range(max_turns):
         fresh_ids = [c for c in candidates if c not in activated]
         offered = unique_text(
@@ -90,8 +99,7 @@ def prune_and_grow(
         offered.sort(key=lambda n: (-relevance.get(n.id, 0.0), n.id))
         result.candidates.append([n.id for n in offered])
         selection = selector.select(
-            question_text,
-            [Candidate(n.text, n.embedding, relevance.get(n.id)) for n in offered],
+            question_text, [Candidate(n.text, n.embedding, vouched(n.id)) for n in offered]
         )
         result.usage += selection.usage
         chosen = [offered[i] for i in selection.chosen if 0 <= i < len(offered)]
@@ -101,6 +109,8 @@ def prune_and_grow(
             break
         for node in chosen:
             activated[node.id] = node
+        if turn == 0:
+            bar = min((relevance.get(n.id, 0.0) for n in chosen), default=0.0)
         # Lexical links only from localized chunks (the first turn): a bridge has two
         # hops, and links of links wander off the question.
         grown = _grow(store, question_text, chosen, relevance, reached, grow, turn == 0)

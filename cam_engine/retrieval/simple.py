@@ -37,7 +37,7 @@ def dense(store: GraphStore, question: str, vector: np.ndarray, top_k: int) -> R
     return _ranked("dense", store, dense_ranking(store, vector, 0, max(DEPTH, top_k)), top_k)
 
 
-def lexical(store: GraphStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
+def lexical(store: GraphStore, question: str, vector: np.ndarray | None, top_k: int) -> Retrieval:
     """Baseline: chunks by BM25 (the store's full-text index)."""
     return _ranked("bm25", store, lexical_ranking(store, question, 0, max(DEPTH, top_k)), top_k)
 

@@ -9,6 +9,7 @@ and, for the adapters, which write their own answer, that answer.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,9 +64,10 @@ def _vector(memory: Memory, question: str) -> Any:
     return memory.embedder.embed([question])[0]
 
 
-def _flat(rank: Callable[..., Retrieval], *, with_level: bool = False) -> Run:
+def _flat(rank: Callable[..., Retrieval], *, with_level: bool = False, embeds: bool = True) -> Run:
     def run(memory: Memory, question: str, options: AskOptions) -> Retrieval:
-        vector = _vector(memory, question)
+        # BM25 alone needs no vector: the embedding model is not even loaded.
+        vector = _vector(memory, question) if embeds else None
         if with_level:
             return rank(memory.store, question, vector, options.top_k, options.level)
         return rank(memory.store, question, vector, options.top_k)
@@ -90,9 +92,12 @@ def _adapter(name: str) -> Run:
     def run(memory: Memory, question: str, options: AskOptions) -> Retrieval:
         from cam_engine.adapters.registry import ASK_STRATEGIES
 
-        answer: AdapterAnswer = ASK_STRATEGIES[name](
-            memory, question, options.chat, **dict(options.adapter)
-        )
+        run_adapter = ASK_STRATEGIES[name]
+        try:
+            inspect.signature(run_adapter).bind(memory, question, options.chat, **options.adapter)
+        except TypeError as exc:
+            raise ConfigError(f"strategy {name!r}: {exc}") from None
+        answer: AdapterAnswer = run_adapter(memory, question, options.chat, **options.adapter)
         evidence = [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources]
         extra = []
         if name in ("lookup", "lookup-seq"):
@@ -141,7 +146,12 @@ STRATEGIES: dict[str, Strategy] = {
         Strategy("traverse", CAM, "top-down from the top level", _flat(simple.traverse)),
         Strategy("hybrid", BASELINE, "chunks by BM25 + cosine rank fusion", _flat(simple.fused)),
         Strategy("dense", BASELINE, "chunks by cosine", _flat(simple.dense)),
-        Strategy("bm25", BASELINE, "chunks by BM25 (full-text index)", _flat(simple.lexical)),
+        Strategy(
+            "bm25",
+            BASELINE,
+            "chunks by BM25 (full-text index)",
+            _flat(simple.lexical, embeds=False),
+        ),
         Strategy(
             "lookup", ADAPTER, "ReadAgent-P: pick pages by gist", _adapter("lookup"), "readagent"
         ),

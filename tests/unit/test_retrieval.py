@@ -164,17 +164,48 @@ def test_hybrid_localization_finds_what_only_the_words_find(bridge_memory: Graph
     assert order.index("c1") < order.index("c3")
 
 
-def test_relevance_selector_keeps_the_first_turns_bar() -> None:
+def test_relevance_selector_takes_the_best_vouched_candidates_and_keeps_no_state() -> None:
     selector = RelevanceSelector(max_chosen=2)
-    first = [Candidate("a", score=0.5), Candidate("b", score=0.3), Candidate("c", score=0.2)]
-    assert selector.select("q", first).chosen == [0, 1]
-    # Later turns of the same question: only what is as relevant as the weakest pick.
-    later = [Candidate("d", score=0.25), Candidate("e", score=0.4), Candidate("f")]
-    assert selector.select("q", later).chosen == [1]
-    # A new question starts a new bar; nothing unscored is ever chosen.
-    assert selector.select("other", later).chosen == [1, 0]
+    candidates = [
+        Candidate("a", score=0.3),
+        Candidate("b", score=0.5),
+        Candidate("c"),  # nothing vouched for
+        Candidate("d", score=0.4),
+        Candidate("e", score=0.0),
+    ]
+    assert selector.select("q", candidates).chosen == [1, 3]
+    assert selector.select("q", candidates).chosen == [1, 3]  # same answer again
     with pytest.raises(ConfigError, match="max_chosen"):
         RelevanceSelector(max_chosen=0)
+
+
+def test_after_the_first_turn_weaker_candidates_are_offered_unvouched(
+    bridge_memory: GraphStore,
+) -> None:
+    """Growth must not put a node less relevant than localization's choices ahead of
+    stronger ones: from the second turn such a node is offered without a score."""
+
+    class Recording(RelevanceSelector):
+        def __init__(self) -> None:
+            super().__init__(max_chosen=2)
+            self.offered: list[list[float | None]] = []
+
+        def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
+            self.offered.append([c.score for c in candidates])
+            return super().select(question, candidates)
+
+    question = "Which team does the Diamond Head Classic award winner of 2015 play for?"
+    selector = Recording()
+    found = prune_and_grow(
+        bridge_memory, question, axis(0), selector, top_k=2, max_turns=3, level=0
+    )
+    bar = min(s for s in selector.offered[0] if s is not None)
+    assert all(s is None or s >= bar for turn in selector.offered[1:] for s in turn)
+    # A reused selector (or a second ask of the same question) finds the same evidence.
+    again = prune_and_grow(
+        bridge_memory, question, axis(0), selector, top_k=2, max_turns=3, level=0
+    )
+    assert [n.id for n in again.ranked] == [n.id for n in found.ranked]
 
 
 def test_context_keeps_the_order_and_merges_adjacent_chunks(tiny_memory: GraphStore) -> None:
@@ -227,3 +258,29 @@ def test_extractive_answer_quotes_the_best_matching_sentences() -> None:
     ]
     result = ExtractiveAnswerer(sentences=1).answer("Who hated the white whale?", passages)
     assert result.text == "Ahab hated the white whale." and result.backend == "extractive"
+
+
+def test_memory_ask_runs_every_strategy_and_refuses_bad_requests(tmp_path: Path) -> None:
+    from cam_engine import Memory, Settings
+    from cam_engine.embed import HashingEmbedder
+    from cam_engine.errors import InputError
+    from cam_engine.retrieval.strategies import ADAPTER, STRATEGIES
+
+    embedder = HashingEmbedder(32)
+    settings = Settings(embed_model=embedder.name, chunk_tokens=30, theta=0.2)
+    text = "\n\n".join(f"The whale {i} swam past the ship near the harbour." for i in range(20))
+    with Memory.open(tmp_path / "a.db", "a", settings=settings, embedder=embedder) as memory:
+        memory.ingest_text(text, "doc", batch_size=8)
+        for name, spec in STRATEGIES.items():
+            if spec.family == ADAPTER:
+                continue  # they need views (tests/unit/test_cli_adapters.py)
+            result = memory.ask("Which whale swam past the ship?", strategy=name)
+            assert result.evidence and result.retrieval.strategy == name, name
+        with pytest.raises(InputError, match="must be text"):
+            memory.ask(None)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="options are for the adapter strategies"):
+            memory.ask("whale?", strategy="dense", options={"max_pages": 3})
+        with pytest.raises(ConfigError, match=r"strategy .memagent.*max_pagez"):
+            memory.ask("whale?", strategy="memagent", options={"max_pagez": 3})
+        with pytest.raises(ConfigError, match="unknown strategy"):
+            memory.ask("whale?", strategy="nope")
