@@ -196,9 +196,12 @@ def ask(
             f"{strategy}, {plural(len(found.turns), 'turn')}"
             f"{': ' + found.stop if found.stop else ''}):"
         )
+    id_width = max((len(e.node_id) for e in result.evidence), default=0)
     for e in result.evidence:
         where = f"{e.document} #{e.position:g}" if e.document and e.position is not None else "-"
+        # Adapter sources (pages, memory states) are not memory levels.
+        level = "  " if spec.family == ADAPTER else f"L{e.level}"
         snippet = " ".join(e.text.split())
         if len(snippet) > width:
             snippet = snippet[: width - 1] + "…"
-        click.echo(f"  {e.node_id:<18} L{e.level}  {where:<20} {snippet}")
+        click.echo(f"  {e.node_id:<{id_width}} {level}  {where:<20} {snippet}")
