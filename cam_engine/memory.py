@@ -8,33 +8,23 @@ with Memory.open("book.db") as memory:
 
 from __future__ import annotations
 
-import hashlib
-import io
 import logging
 import re
-import sys
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
-import numpy as np
-
-from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import (
     DEFAULT_EMBED_MODEL,
     DEFAULT_MEMORY,
     Environment,
     Settings,
-    check_batch_size,
     validate_memory_name,
 )
 from cam_engine.embed import Embedder, embedding_device, load_embedder
-from cam_engine.engine.builder import MemoryBuilder
-from cam_engine.engine.prefetch import PreparedBatch, prefetched
+from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.timing import PhaseClock, TimedStore
 from cam_engine.errors import ConfigError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
@@ -42,14 +32,10 @@ from cam_engine.llm.extractive import ExtractiveAnswerer
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
-from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
-from cam_engine.store.batch_cache import BatchCache
-from cam_engine.types import CHUNK, Chunk, Node, ViewNode
+from cam_engine.types import Node, ViewNode
 
 logger = logging.getLogger(__name__)
-
-BatchCallback = Callable[[BatchReport], None]
 
 
 @dataclass
@@ -206,7 +192,16 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- ingest ---------------------------------------------------------------------------
+    # --- ingest (engine/ingest.py does the work) ---------------------------------------------
+    def _pipeline(self) -> IngestPipeline:
+        return IngestPipeline(
+            self.store,
+            settings=self.settings,
+            embedder=self.embedder,
+            summarizer=self.summarizer,
+            llm_concurrency=self.llm_concurrency,
+        )
+
     def ingest(
         self,
         paths: str | Path | Sequence[str | Path],
@@ -222,23 +217,14 @@ class Memory:
         A document that cannot be read is reported in ``errors`` and skipped; the
         memory is not touched for it.
         """
-        check_batch_size(batch_size)
-        if isinstance(paths, str | Path):  # one path, not a sequence of its characters
-            paths = [paths]
-        report = IngestReport()
-        for item in expand_paths([str(p) for p in paths], document=document):
-            try:
-                if isinstance(item, InputError):
-                    raise item
-                self._ingest_source(item, batch_size, stdin, report, on_batch)
-            except InputError as exc:
-                error = IngestError(
-                    item.label if isinstance(item, Source) else exc.source, str(exc)
-                )
-                report.errors.append(error)
-                if on_error is not None:
-                    on_error(error)
-        return report
+        return self._pipeline().ingest(
+            paths,
+            batch_size=batch_size,
+            document=document,
+            stdin=stdin,
+            on_batch=on_batch,
+            on_error=on_error,
+        )
 
     def ingest_text(
         self,
@@ -248,16 +234,10 @@ class Memory:
         batch_size: int = 64,
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
-        check_batch_size(batch_size)
-        if not text.strip():
-            raise InputError(f"document {document!r} is empty")
-        report = IngestReport()
-        chunks = chunk_document(document, text, self.settings.chunk_tokens)
-        record = DocumentRecord(document, "<text>", _sha256(text), 0, len(chunks))
-        self._ingest_chunks(
-            record, iter(chunks), len(chunks), batch_size, report, on_batch, known=chunks
+        """Ingest one document given as text."""
+        return self._pipeline().ingest_text(
+            text, document, batch_size=batch_size, on_batch=on_batch
         )
-        return report
 
     def ingest_documents(
         self,
@@ -272,191 +252,9 @@ class Memory:
         document would run the whole hierarchy update once per paragraph. Documents
         already in the memory are skipped chunk by chunk, as in ``ingest``.
         """
-        check_batch_size(batch_size)
-        records: dict[str, DocumentRecord] = {}
-        pieces: list[Chunk] = []
-        # Chunked up front: an empty document is refused before anything is written,
-        # and the chunks already stored are known before any is embedded.
-        for doc_id, text in documents:
-            if not text.strip():
-                raise InputError(f"document {doc_id!r} is empty")
-            chunks = chunk_document(doc_id, text, self.settings.chunk_tokens)
-            records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0, len(chunks))
-            pieces.extend(chunks)
-        report = IngestReport()
-        for number, batch in enumerate(self._prepared(iter(pieces), batch_size, pieces)):
-            result = self._add_batch(records, batch, number)
-            report.batches.append(result)
-            if on_batch is not None:
-                on_batch(result)
-        return report
-
-    def _ingest_source(
-        self,
-        source: Source,
-        batch_size: int,
-        stdin: IO[str] | None,
-        report: IngestReport,
-        on_batch: BatchCallback | None,
-    ) -> None:
-        budget = self.settings.chunk_tokens
-        if source.path is None:
-            lines = _non_empty_stream(stdin or _utf8_stdin())
-            record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
-            chunks = chunk_stream(source.doc_id, lines, budget)
-            self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
-            return
-        text, sha = read_text(source.path)
-        known = self.store.get_document(source.doc_id)
-        if known is not None and known.sha256 not in (None, sha):
-            raise InputError(
-                f"{source.label}: memory {self.store.memory!r} already holds a different "
-                f"document named {source.doc_id!r}; pass --document to give this one another name"
-            )
-        if known is None:
-            twins = [d.id for d in self.store.documents() if d.sha256 == sha]
-            if twins:
-                logger.warning(
-                    "%s has the same text as document %r, already in memory %r; it is "
-                    "ingested again as document %r",
-                    source.label,
-                    twins[0],
-                    self.store.memory,
-                    source.doc_id,
-                )
-        pieces = chunk_document(source.doc_id, text, budget)
-        record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
-        self._ingest_chunks(
-            record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
+        return self._pipeline().ingest_documents(
+            documents, batch_size=batch_size, on_batch=on_batch
         )
-
-    def _ingest_chunks(
-        self,
-        record: DocumentRecord,
-        chunks: Iterator[Chunk],
-        total: int | None,
-        batch_size: int,
-        report: IngestReport,
-        on_batch: BatchCallback | None,
-        known: Sequence[Chunk] | None = None,
-    ) -> None:
-        done = 0
-        for number, batch in enumerate(self._prepared(chunks, batch_size, known)):
-            done += len(batch.chunks)
-            result = self._add_batch({record.id: record}, batch, number)
-            result.chunks_done, result.chunks_total = done, total
-            report.batches.append(result)
-            if on_batch is not None:
-                on_batch(result)
-        if done == 0:
-            raise InputError(f"{record.source}: no text to ingest")
-
-    def _prepared(
-        self, chunks: Iterator[Chunk], batch_size: int, known: Sequence[Chunk] | None
-    ) -> Iterator[PreparedBatch]:
-        """Batches of ``chunks``, each chunked and embedded while the one before it is
-        being written (engine/prefetch.py). With the chunks ``known`` up front, those
-        already stored are not embedded (re-ingesting a document costs no embedding)."""
-        stored = self.store.existing_ids(c.id for c in known) if known is not None else set()
-        return prefetched(
-            _batches(chunks, batch_size), self.embedder.embed, skip=lambda c: c.id in stored
-        )
-
-    def _add_batch(
-        self, records: dict[str, DocumentRecord], prepared: PreparedBatch, number: int
-    ) -> BatchReport:
-        """One batch (chunks of one document, or of several short ones) in one transaction."""
-        batch = prepared.chunks
-        clock = PhaseClock()
-        clock.seconds["chunk"] = prepared.chunk_seconds
-        clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
-        store = cast(GraphStore, TimedStore(self.store, clock))
-        docs = list(dict.fromkeys(c.doc_id for c in batch))
-        label = docs[0] if len(docs) == 1 else None
-        report = BatchReport(label, number, summarizer=self.summarizer.backend)
-        present = store.existing_ids(c.id for c in batch)
-        new = [c for c in batch if c.id not in present]
-        report.chunks_skipped = len(batch) - len(new)
-        self._refuse_rewritten_positions(records, new)
-        if new:
-            missing = [c for c in new if c.id not in prepared.vectors]
-            if missing:  # stored when prefetched, gone since: embed them now
-                with clock.phase("embed"):
-                    late = self.embedder.embed([c.text for c in missing])
-                prepared.vectors.update(zip((c.id for c in missing), late, strict=True))
-            vectors = np.stack([prepared.vectors[c.id] for c in new])
-            nodes = [
-                Node(
-                    id=c.id,
-                    level=0,
-                    kind=CHUNK,
-                    text=c.text,
-                    doc_id=c.doc_id,
-                    position=c.position,
-                    embedding=vector,
-                    props={"start_char": c.start_char, "end_char": c.end_char},
-                )
-                for c, vector in zip(new, vectors, strict=True)
-            ]
-            store.prepare(int(vectors.shape[1]))
-            with store.transaction():
-                builder = self._builder(store, clock)
-                self._save_settings_once(store)
-                for doc_id in docs:
-                    record = records[doc_id]
-                    known = store.get_document(doc_id)
-                    last = max(c.position for c in batch if c.doc_id == doc_id)
-                    stored_chunks = max(known.chunks if known else 0, last + 1)
-                    store.upsert_document(
-                        DocumentRecord(
-                            doc_id, record.source, record.sha256, stored_chunks, record.total
-                        )
-                    )
-                builder.assimilate(nodes, report)
-            report.chunks_added = len(new)
-        report.seconds = dict(clock.seconds)
-        report.store_calls = clock.store_calls
-        return report
-
-    def _refuse_rewritten_positions(
-        self, records: dict[str, DocumentRecord], new: list[Chunk]
-    ) -> None:
-        """A new chunk where the document already has one means different text under a
-        known name (stdin piped again, a grown log): storing it would leave two chunks
-        at one position, so the batch is refused before anything is written."""
-        by_doc: dict[str, dict[int, Chunk]] = {}
-        for c in new:
-            by_doc.setdefault(c.doc_id, {})[c.position] = c
-        for doc_id, at in by_doc.items():
-            known = self.store.get_document(doc_id)
-            # Only positions the document already has can clash (not those appended now).
-            taken = [p for p in at if known is not None and p < known.chunks]
-            if not taken:
-                continue
-            for old in self.store.chunks_near(doc_id, taken):
-                position = int(old.position or 0)
-                if old.id != at[position].id:
-                    raise InputError(
-                        f"{records[doc_id].source}: memory {self.store.memory!r} already holds "
-                        f"different text at chunk {position} of document {doc_id!r}; pass "
-                        "--document to store this text under another name"
-                    )
-
-    def _builder(self, store: GraphStore, clock: PhaseClock) -> MemoryBuilder:
-        """A builder for one batch; call it inside the batch's transaction (a remote
-        store is read through a cache that lives as long as the transaction)."""
-        return MemoryBuilder(
-            cast(GraphStore, BatchCache(store)) if store.remote else store,
-            self.embedder,
-            self.summarizer,
-            self.settings,
-            clock,
-            llm_concurrency=self.llm_concurrency,
-        )
-
-    def _save_settings_once(self, store: GraphStore) -> None:
-        if store.load_settings() is None:
-            store.save_settings(self.settings.to_dict())
 
     def rebuild(self, on_batch: BatchCallback | None = None) -> BatchReport:
         """Rebuild every level from the stored chunks in one pass (the offline mode).
@@ -464,22 +262,7 @@ class Memory:
         Same code as ingest, with all chunks as one batch: useful to compare an
         incrementally grown memory with one built at once.
         """
-        clock = PhaseClock()
-        store = cast(GraphStore, TimedStore(self.store, clock))
-        report = BatchReport(None, 0, summarizer=self.summarizer.backend)
-        store.prepare(self.embedder.dim)
-        with store.transaction():
-            builder = self._builder(store, clock)
-            store.clear(keep_chunks=True)
-            chunks = list(store.nodes_at_level(0, embeddings=True))
-            if chunks:
-                builder.assimilate(chunks, report, stored=True)
-        report.chunks_added = len(chunks)
-        report.seconds = dict(clock.seconds)
-        report.store_calls = clock.store_calls
-        if on_batch is not None:
-            on_batch(report)
-        return report
+        return self._pipeline().rebuild(on_batch)
 
     # --- reading ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
@@ -641,34 +424,3 @@ def memories_in(
 
 def _document_order(node: Node) -> tuple[str, float, str]:
     return (node.doc_id or "", node.position or 0.0, node.id)
-
-
-def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[list[Chunk], float]]:
-    """Batches of ``size`` chunks, with the seconds spent producing (chunking) each."""
-    while True:
-        start = time.perf_counter()
-        batch = [c for _, c in zip(range(size), chunks, strict=False)]
-        if not batch:
-            return
-        yield batch, time.perf_counter() - start
-
-
-def _utf8_stdin() -> IO[str]:
-    """sys.stdin decoded strictly: under a POSIX locale Python reads it with
-    surrogateescape, which turns bad bytes into text that fails much later."""
-    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
-
-
-def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
-    try:
-        for line in stream:
-            if "\x00" in line:
-                raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
-            line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
-            yield line
-    except (UnicodeDecodeError, UnicodeEncodeError) as exc:
-        raise InputError(f"<stdin>: not valid UTF-8 ({exc.reason})") from exc
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()

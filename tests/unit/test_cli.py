@@ -239,10 +239,10 @@ def test_no_op_reingest_and_interrupt_messages(
     assert "new chunks in" in first.output and "batchs" not in first.output
     again = run(env, "ingest", str(text_file))
     assert "nothing new: every chunk is already in memory 'default'" in again.output
-    from cam_engine.memory import Memory
+    from cam_engine.engine.ingest import IngestPipeline
 
     calls = {"n": 0}
-    original = Memory._add_batch
+    original = IngestPipeline._add_batch
 
     def interrupted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls["n"] += 1
@@ -250,7 +250,7 @@ def test_no_op_reingest_and_interrupt_messages(
             raise KeyboardInterrupt
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Memory, "_add_batch", interrupted)
+    monkeypatch.setattr(IngestPipeline, "_add_batch", interrupted)
     other = text_file.with_name("other.txt")
     other.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[8000:14000])
     stopped = CliRunner().invoke(cli, ["ingest", str(other), "--batch-size", "1"], env=env)
@@ -261,7 +261,7 @@ def test_no_op_reingest_and_interrupt_messages(
         "total"
     ]
     assert "other.txt: 2 of" in run(env, "stats").output
-    monkeypatch.setattr(Memory, "_add_batch", original)
+    monkeypatch.setattr(IngestPipeline, "_add_batch", original)
     assert run(env, "ingest", str(other), "--batch-size", "1").exit_code == 0
     assert stats(env)["partial_documents"] == []
 
