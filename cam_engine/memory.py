@@ -176,6 +176,22 @@ class Memory:
                 graph.close()
             raise
 
+    @property
+    def name(self) -> str:
+        return self.store.memory
+
+    @property
+    def location(self) -> str:
+        """The store: a SQLite file's absolute path or a Neo4j URI."""
+        return self.store.location
+
+    def count_chunks(self) -> int:
+        return self.store.count_nodes(0)
+
+    def chunks(self) -> list[Node]:
+        """Every chunk of the memory (level 0), without vectors."""
+        return list(self.store.nodes_at_level(0))
+
     def close(self) -> None:
         self.store.close()
 

@@ -20,17 +20,16 @@ from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, STRATEGIES
 
 def _require_chunks(memory: Memory) -> None:
     """An empty memory can answer nothing: say so before loading any model."""
-    if memory.store.count_nodes(0) == 0:
+    if memory.count_chunks() == 0:
         raise click.ClickException(
-            f"memory {memory.store.memory!r} holds no documents yet: add some with `cam ingest`"
+            f"memory {memory.name!r} holds no documents yet: add some with `cam ingest`"
         )
 
 
 def _require_view(memory: Memory, view: str | None) -> None:
     if view is not None and view not in memory.stats().get("views", {}):
         raise click.ClickException(
-            f"memory {memory.store.memory!r} has no {view} view: build it with "
-            f"`cam ingest --view {view}`"
+            f"memory {memory.name!r} has no {view} view: build it with `cam ingest --view {view}`"
         )
 
 

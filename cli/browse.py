@@ -54,7 +54,7 @@ def browse(
             "(or set CAM_STORE / CAM_NEO4J_URI)"
         )
     with open_memory(location, memory_name) as memory:
-        name = memory.store.memory
+        name = memory.name
         if node_id is not None and memory.node(node_id) is None:
             raise click.ClickException(f"no node {node_id!r} in memory {name!r}")
         activated = [n.id for n, _ in memory.locate(question, top_k)] if question else []

@@ -304,14 +304,14 @@ def _warn_of_mixed_summaries(memory: Memory) -> None:
     if others:
         by = ", ".join(sorted(others))
         click.echo(
-            f"warning: memory {memory.store.memory!r} has summaries by {by}; summaries "
+            f"warning: memory {memory.name!r} has summaries by {by}; summaries "
             f"written now will be by {memory.summarizer.backend} (--summarizer)",
             err=True,
         )
 
 
 def _ingest_line(result: IngestReport, memory: Memory) -> str:
-    where = f"memory {memory.store.memory!r} ({memory.store.location})"
+    where = f"memory {memory.name!r} ({memory.location})"
     if result.chunks_added == 0:
         return f"nothing new: every chunk is already in {where}"
     written = sum(1 for b in result.batches if b.chunks_added)

@@ -79,9 +79,7 @@ def show(
         if view is None:
             like = memory.ids_like(node_id)
             hint = f"; ids like it: {', '.join(like)}" if like else ""
-            raise click.ClickException(
-                f"no node {node_id!r} in memory {memory.store.memory!r}{hint}"
-            )
+            raise click.ClickException(f"no node {node_id!r} in memory {memory.name!r}{hint}")
     node = view.node
     if as_json:
         echo_json(

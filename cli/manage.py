@@ -38,9 +38,9 @@ def delete(store: str | None, memory_name: str | None, yes: bool) -> None:
     transaction: it happens whole or not at all.
     """
     memory = open_memory(store, memory_name)
-    name, where = memory.store.memory, memory.store.location
+    name, where = memory.name, memory.location
     with memory:
-        documents = len(memory.store.documents())
+        documents = len(memory.documents())
         if not yes and not click.confirm(
             f"delete memory {name!r} ({plural(documents, 'document')}) from {where}?", err=True
         ):

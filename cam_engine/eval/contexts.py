@@ -49,9 +49,9 @@ class Scope:
     def chunks(self, memory: Memory) -> dict[str, Node]:
         """Every chunk of ``memory`` by id, read once (backfill names chunks by id)."""
         if memory is not self.memory:
-            return {n.id: n for n in memory.store.nodes_at_level(0)}
+            return {n.id: n for n in memory.chunks()}
         if self._chunks is None:
-            self._chunks = {n.id: n for n in memory.store.nodes_at_level(0)}
+            self._chunks = {n.id: n for n in memory.chunks()}
         return self._chunks
 
 
