@@ -36,7 +36,7 @@ from cam_engine.graph.propagation import propagate
 from cam_engine.graph.similarity import Located, expand, window_radius
 from cam_engine.graph.split import split_cluster
 from cam_engine.llm.base import Summarizer
-from cam_engine.store.base import GraphStore
+from cam_engine.store.base import BuilderStore
 from cam_engine.types import Edge, Node, Replica
 
 logger = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class ReplicaGraph:
     labels are those stored when it started.
     """
 
-    def __init__(self, store: GraphStore) -> None:
+    def __init__(self, store: BuilderStore) -> None:
         self._store = store
         self._labels: dict[str, str] = {}
 
@@ -99,7 +99,7 @@ class ReplicaGraph:
 class MemoryBuilder:
     def __init__(
         self,
-        store: GraphStore,
+        store: BuilderStore,
         embedder: Embedder,
         summarizer: Summarizer,
         settings: Settings,

@@ -20,7 +20,7 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.hierarchy import group_roots
 from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
-from cam_engine.store.base import GraphStore
+from cam_engine.store.base import BuilderStore
 from cam_engine.types import SUMMARY, Node
 
 # The covering top level has at most this many nodes (more roots get more levels).
@@ -40,7 +40,7 @@ def summary_id(label: str) -> str:
 class SummaryWriter:
     def __init__(
         self,
-        store: GraphStore,
+        store: BuilderStore,
         embedder: Embedder,
         summarizer: Summarizer,
         settings: Settings,

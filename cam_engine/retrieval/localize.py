@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cam_engine.store.base import GraphStore
+from cam_engine.store.base import RetrievalStore
 
 RRF_K = 60  # the constant of the original paper, used as is by most hybrid search
 DEPTH = 40  # hits asked of each ranker: enough to fill 4,000 tokens of chunks twice
@@ -45,19 +45,19 @@ def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> Localization:
 
 
 def dense_ranking(
-    store: GraphStore, vector: np.ndarray, level: int | None, depth: int = DEPTH
+    store: RetrievalStore, vector: np.ndarray, level: int | None, depth: int = DEPTH
 ) -> list[str]:
     return [node_id for node_id, _ in store.nearest(level, vector[None, :], depth)[0]]
 
 
 def lexical_ranking(
-    store: GraphStore, question: str, level: int | None, depth: int = DEPTH
+    store: RetrievalStore, question: str, level: int | None, depth: int = DEPTH
 ) -> list[str]:
     return [node_id for node_id, _ in store.search_text(level, question, depth)]
 
 
 def hybrid(
-    store: GraphStore,
+    store: RetrievalStore,
     question: str,
     vector: np.ndarray,
     level: int | None = 0,

@@ -37,7 +37,7 @@ import numpy as np
 from cam_engine.llm.base import Candidate, Selector
 from cam_engine.retrieval.base import Retrieval, unique_text
 from cam_engine.retrieval.localize import DEPTH, hybrid
-from cam_engine.store.base import GraphStore
+from cam_engine.store.base import RetrievalStore
 from cam_engine.store.keywords import query_terms
 from cam_engine.types import Node
 
@@ -59,7 +59,7 @@ DEFAULT_GROW = GrowSettings()
 
 
 def prune_and_grow(
-    store: GraphStore,
+    store: RetrievalStore,
     question_text: str,
     question: np.ndarray,
     selector: Selector,
@@ -130,7 +130,7 @@ def prune_and_grow(
 
 
 def _grow(
-    store: GraphStore,
+    store: RetrievalStore,
     question: str,
     chosen: Sequence[Node],
     relevance: dict[str, float],
@@ -173,7 +173,9 @@ def _raise(relevance: dict[str, float], node_id: str, value: float) -> None:
         relevance[node_id] = value
 
 
-def _lexical_links(store: GraphStore, node: Node, asked: set[str], grow: GrowSettings) -> list[str]:
+def _lexical_links(
+    store: RetrievalStore, node: Node, asked: set[str], grow: GrowSettings
+) -> list[str]:
     """The chunks sharing ``node``'s words that the question does not have, best first.
     Full-text scoring weighs the words by rarity (idf), so names and rare terms decide."""
     terms = [t for t in query_terms(node.text) if t not in asked][: grow.link_terms]

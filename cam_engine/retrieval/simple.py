@@ -14,11 +14,11 @@ from cam_engine.retrieval.localize import (
     hybrid,
     lexical_ranking,
 )
-from cam_engine.store.base import GraphStore
+from cam_engine.store.base import RetrievalStore
 from cam_engine.types import Node
 
 
-def _ranked(strategy: str, store: GraphStore, ids: Sequence[str], top_k: int) -> Retrieval:
+def _ranked(strategy: str, store: RetrievalStore, ids: Sequence[str], top_k: int) -> Retrieval:
     """The first ``top_k`` distinct texts of ``ids`` as evidence, the rest as backfill."""
     nodes = unique_text(store.get_nodes(ids[:top_k], embeddings=True), ids[:top_k])
     return Retrieval(
@@ -32,24 +32,26 @@ def _ranked(strategy: str, store: GraphStore, ids: Sequence[str], top_k: int) ->
     )
 
 
-def dense(store: GraphStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
+def dense(store: RetrievalStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
     """Baseline: chunks by cosine to the question."""
     return _ranked("dense", store, dense_ranking(store, vector, 0, max(DEPTH, top_k)), top_k)
 
 
-def lexical(store: GraphStore, question: str, vector: np.ndarray | None, top_k: int) -> Retrieval:
+def lexical(
+    store: RetrievalStore, question: str, vector: np.ndarray | None, top_k: int
+) -> Retrieval:
     """Baseline: chunks by BM25 (the store's full-text index)."""
     return _ranked("bm25", store, lexical_ranking(store, question, 0, max(DEPTH, top_k)), top_k)
 
 
-def fused(store: GraphStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
+def fused(store: RetrievalStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
     """Baseline: chunks by reciprocal-rank fusion of the two above."""
     order = hybrid(store, question, vector, 0, max(DEPTH, top_k)).order
     return _ranked("hybrid", store, order, top_k)
 
 
 def global_top_k(
-    store: GraphStore, question: str, vector: np.ndarray, top_k: int, level: int | None = None
+    store: RetrievalStore, question: str, vector: np.ndarray, top_k: int, level: int | None = None
 ) -> Retrieval:
     """CAM's fast localization alone: the ``top_k`` nodes of all levels by cosine."""
     ids = dense_ranking(store, vector, level, top_k)
@@ -58,7 +60,7 @@ def global_top_k(
     return Retrieval("global", nodes, turns=[ids], candidates=[ids], ranked=ranked)
 
 
-def traverse(store: GraphStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
+def traverse(store: RetrievalStore, question: str, vector: np.ndarray, top_k: int) -> Retrieval:
     """Top-down: from the top level, keep the ``top_k`` children closest to the question
     at each level, down to the chunks."""
     top = max(store.levels(), default=0)
