@@ -36,6 +36,12 @@ def bench() -> None:
     help="Read and save chunk and summary vectors in this .npz, so a second run times the "
     "engine alone.",
 )
+@click.option(
+    "--cross-memory",
+    is_flag=True,
+    help="Also measure cross_memory_locality: Frankenstein into a memory holding the other "
+    "shared books and the essays, against into an empty one (slow the first time).",
+)
 def bench_ingest(
     book: str,
     batch_size: int,
@@ -43,6 +49,7 @@ def bench_ingest(
     embed_model: str | None,
     device: str | None,
     cached_vectors: Path | None,
+    cross_memory: bool,
 ) -> None:
     """Ingest a book in batches, then rebuild it; print timing and locality ratios."""
     from cam_engine.bench.ingest import run
@@ -57,6 +64,20 @@ def bench_ingest(
             device=device or Environment.from_env().embed_device,
             cached_vectors=cached_vectors,
         )
+        if cross_memory:
+            from cam_engine.bench.ingest import cross_memory_locality
+            from cam_engine.config import DEFAULT_EMBED_MODEL
+            from cam_engine.embed import load_embedder
+            from cam_engine.embed.caching import CachingEmbedder
+
+            env = Environment.from_env()
+            model = load_embedder(
+                embed_model or env.embed_model or DEFAULT_EMBED_MODEL,
+                device=device or env.embed_device,
+            )
+            cache = CachingEmbedder(model, cached_vectors)
+            figures.update(cross_memory_locality(shared_data_dir(), cache, batch_size=batch_size))
+            cache.save()
         echo_json(figures)
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -17,6 +17,10 @@ Figures (one JSON object):
   Neo4j each is a round trip, reads served by the batch cache are not counted).
 - device, embed_chunks_per_s: where the model ran, and its throughput on the book's
   first 512 chunks, timed apart (uncached).
+- cross_memory_locality (with ``--cross-memory``): median non-embedding seconds per
+  batch of Frankenstein ingested into a memory already holding the other four shared
+  books and the essays, over the same for Frankenstein into an empty memory: whether a
+  batch's cost grows with the size of the memory (issue 14's target: <= 1.3).
 - cached_vectors: with ``--cached-vectors FILE`` the chunk and summary vectors are read
   from and saved to FILE; "used" when the timed run embedded nothing (the figures are
   then the engine alone), "filled" when it had to embed (run again).
@@ -32,7 +36,7 @@ from typing import Any
 
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
-from cam_engine.embed import embedding_device, load_embedder
+from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
@@ -147,4 +151,36 @@ def run(
             ],
             "overlap": round(rebuild_stats["overlap"], 3),
         },
+    }
+
+
+def cross_memory_locality(
+    data: Path, embedder: Embedder, *, batch_size: int = 64, settings: Settings | None = None
+) -> dict[str, Any]:
+    """Frankenstein's median engine seconds per batch into a full memory over the same
+    into an empty one (see the module docstring); ``embedder`` should cache vectors."""
+    books = data / "haystacks" / "gutenberg"
+    frankenstein = books / "pg84.txt"
+    others = [p for p in sorted(books.glob("*.txt")) if p != frankenstein]
+    essays = sorted((data / "haystacks" / "paul_graham").glob("*.txt"))
+    chosen = settings or Settings(embed_model=embedder.name)
+
+    def median_engine_s(path: Path, before: list[Path]) -> tuple[float, int]:
+        with tempfile.TemporaryDirectory(prefix="cam-bench-") as folder:
+            db = Path(folder) / "cross.db"
+            with Memory.open(db, "m", settings=chosen, embedder=embedder) as memory:
+                if before:
+                    memory.ingest(before, batch_size=batch_size)
+                reports: list[BatchReport] = []
+                memory.ingest([path], batch_size=batch_size, on_batch=reports.append)
+                chunks_before = sum(row["nodes"] for row in memory.stats()["levels"][:1])
+        engine = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
+        return statistics.median(engine), chunks_before
+
+    empty, _ = median_engine_s(frankenstein, [])
+    full, chunks = median_engine_s(frankenstein, others + essays)
+    return {
+        "cross_memory_locality": round(full / empty, 3) if empty else None,
+        "cross_memory_median_batch_s": {"empty": round(empty, 4), "full": round(full, 4)},
+        "cross_memory_chunks": chunks,
     }
