@@ -355,25 +355,20 @@ class SqliteStore:
         if not self._in_transaction:  # a transaction looked when it began
             self._see_other_writers()
         levels = [level] if level is not None else self.levels()
-        ids: list[str] = []
-        blocks: list[np.ndarray] = []
-        for lv in levels:
-            level_ids, matrix = self._index(lv).matrix()
-            if matrix is not None:
-                ids.extend(level_ids)
-                blocks.append(matrix)
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        if not blocks:
-            return [[] for _ in range(len(queries))]
-        matrix = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
-        scores = queries @ matrix.T
-        k = min(k, len(ids))
-        result = []
-        for row in scores:
-            top = np.argpartition(-row, k - 1)[:k]
-            top = top[np.lexsort((np.array([ids[i] for i in top]), -row[top]))]
-            result.append([(ids[i], float(row[i])) for i in top])
-        return result
+        # Best k of each level, merged: no copy of every level's vectors into one
+        # matrix per call (that copy grew with the memory and dominated large ones).
+        found: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+        for lv in levels if k > 0 else []:
+            level_ids, matrix = self._index(lv).matrix()
+            if matrix is None:
+                continue
+            scores = queries @ matrix.T
+            take = min(k, len(level_ids))
+            for row, hits in zip(scores, found, strict=True):
+                top = np.argpartition(-row, take - 1)[:take]
+                hits.extend((level_ids[i], float(row[i])) for i in top)
+        return [sorted(hits, key=lambda h: (-h[1], h[0]))[:k] for hits in found]
 
     def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
         terms = query_terms(query)
