@@ -78,10 +78,9 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
                 opened[name] = Scope(
                     Memory.open(workdir / "eval-memories.db", name, embedder=cache)
                 )
-            vector = cache.embed([question.question])[0]
             gold = [g.text for g in question.gold]
             for label, strategy in strategies.items():
-                passages = strategy(opened[name], question.question, vector).passages
+                passages = strategy(opened[name], question.question).passages
                 recalls[label].append(
                     [evidence_recall(truncate_to_budget(passages, b), gold) for b in BUDGETS]
                 )

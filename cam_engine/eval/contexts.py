@@ -12,11 +12,9 @@ is filled in score order, not cut where the selector stopped), then its summarie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from cam_engine.errors import ConfigError
 from cam_engine.llm.base import Usage
@@ -44,15 +42,14 @@ class Scope:
     memory: Memory
     ablation: Memory | None = None  # the same documents built without ego-splitting
     top_k: int = TOP_K  # nodes found by fast localization
-    _chunks: dict[str, Node] | None = None
+    _chunks: dict[str, dict[str, Node]] = field(default_factory=dict)  # memory -> chunks
 
     def chunks(self, memory: Memory) -> dict[str, Node]:
-        """Every chunk of ``memory`` by id, read once (backfill names chunks by id)."""
-        if memory is not self.memory:
-            return {n.id: n for n in memory.chunks()}
-        if self._chunks is None:
-            self._chunks = {n.id: n for n in memory.chunks()}
-        return self._chunks
+        """Every chunk of ``memory`` (this scope's or its ablation) by id, read once per
+        memory, not per question (backfill names chunks by id)."""
+        if memory.name not in self._chunks:
+            self._chunks[memory.name] = {n.id: n for n in memory.chunks()}
+        return self._chunks[memory.name]
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,7 @@ class EvalStrategy:
     answer_first: bool = False  # the strategy's own answer leads its context
     grow: GrowSettings = DEFAULT_GROW
 
-    def __call__(self, scope: Scope, question: str, vector: np.ndarray) -> RankedContext:
+    def __call__(self, scope: Scope, question: str) -> RankedContext:
         memory = scope.memory
         if self.ablation:
             assert scope.ablation is not None, "the ablation memory is built by the runner"
@@ -96,8 +93,6 @@ def context_nodes(found: Retrieval, chunks: Mapping[str, Node]) -> list[Node]:
     summaries = [n for n in evidence if n.level > 0]
     return [n for n in evidence if n.level == 0] + backfill + summaries + found.extra_context
 
-
-Strategy = Callable[[Scope, str, np.ndarray], RankedContext]
 
 STRATEGIES: dict[str, EvalStrategy] = {
     "bm25": EvalStrategy("bm25"),
