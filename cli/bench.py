@@ -63,21 +63,8 @@ def bench_ingest(
             embed_model=embed_model,
             device=device or Environment.from_env().embed_device,
             cached_vectors=cached_vectors,
+            cross_memory_data=shared_data_dir() if cross_memory else None,
         )
-        if cross_memory:
-            from cam_engine.bench.ingest import cross_memory_locality
-            from cam_engine.config import DEFAULT_EMBED_MODEL
-            from cam_engine.embed import load_embedder
-            from cam_engine.embed.caching import CachingEmbedder
-
-            env = Environment.from_env()
-            model = load_embedder(
-                embed_model or env.embed_model or DEFAULT_EMBED_MODEL,
-                device=device or env.embed_device,
-            )
-            cache = CachingEmbedder(model, cached_vectors)
-            figures.update(cross_memory_locality(shared_data_dir(), cache, batch_size=batch_size))
-            cache.save()
         echo_json(figures)
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -67,7 +67,10 @@ def run(
     embed_model: str | None = None,
     device: str | None = None,
     cached_vectors: Path | None = None,
+    cross_memory_data: Path | None = None,
 ) -> dict[str, Any]:
+    """The figures of the module docstring; with ``cross_memory_data`` (the shared data
+    folder) also cross_memory_locality, with the same embedder and vector cache."""
     settings = Settings(embed_model=embed_model) if embed_model else Settings()
     start = time.perf_counter()
     model = load_embedder(settings.embed_model, device=device)
@@ -98,12 +101,11 @@ def run(
         rebuilt = memory.rebuild()
         rebuild_total = time.perf_counter() - start
         rebuild_stats = memory.stats()
-    embedder.save()
     non_embed = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
     chunks = sum(r.chunks_added for r in reports)
     affected = [sum(level.affected_nodes for level in r.levels) for r in reports]
     per_affected = [s / n if n else 0.0 for s, n in zip(non_embed, affected, strict=True)]
-    return {
+    figures: dict[str, Any] = {
         "book": Path(book).name,
         "batch_size": batch_size,
         "batches": len(reports),
@@ -152,6 +154,14 @@ def run(
             "overlap": round(rebuild_stats["overlap"], 3),
         },
     }
+    if cross_memory_data is not None:
+        figures.update(
+            cross_memory_locality(
+                cross_memory_data, embedder, batch_size=batch_size, settings=settings
+            )
+        )
+    embedder.save()
+    return figures
 
 
 def cross_memory_locality(
