@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from rank_bm25 import BM25Okapi
 
+from cam_engine.stopwords import STOPWORDS
+
 _WORD = re.compile(r"\w+")
 
 
@@ -51,8 +53,6 @@ class BM25Index:
 def query_terms(text: str) -> list[str]:
     """The distinct words of a query worth searching: no stopwords, no single letters.
     Each is plain word characters, so it can be quoted into a full-text query safely."""
-    from cam_engine.llm.extractive import STOPWORDS
-
     return list(dict.fromkeys(w for w in tokenize(text) if w not in STOPWORDS and len(w) > 1))
 
 
