@@ -109,6 +109,7 @@ class Memory:
         self.embedder = embedder
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency  # LLM calls in flight at once (summaries)
+        self._ingest: IngestPipeline | None = None
 
     @classmethod
     def open(
@@ -210,13 +211,16 @@ class Memory:
 
     # --- ingest (engine/ingest.py does the work) ---------------------------------------------
     def _pipeline(self) -> IngestPipeline:
-        return IngestPipeline(
-            self.store,
-            settings=self.settings,
-            embedder=self.embedder,
-            summarizer=self.summarizer,
-            llm_concurrency=self.llm_concurrency,
-        )
+        # One pipeline per memory: it keeps the memory's structure between ingests.
+        if self._ingest is None or self._ingest.summarizer is not self.summarizer:
+            self._ingest = IngestPipeline(
+                self.store,
+                settings=self.settings,
+                embedder=self.embedder,
+                summarizer=self.summarizer,
+            )
+        self._ingest.llm_concurrency = self.llm_concurrency
+        return self._ingest
 
     def ingest(
         self,

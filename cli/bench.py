@@ -26,7 +26,10 @@ def bench() -> None:
 )
 @click.option("--batch-size", default=64, show_default=True)
 @click.option(
-    "--store", "store_dir", help="Folder for the benchmark's SQLite file (default: a temp dir)."
+    "--store",
+    "store_dir",
+    help="Folder for the benchmark's SQLite file (default: a temp dir), or a bolt:// or "
+    "neo4j:// URI to measure Neo4j (a memory bench-PID, deleted afterwards).",
 )
 @click.option("--embed-model", default=None, help="Embedding model (default: the memory default).")
 @device_option

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from cam_engine.engine.summaries import COVER, TOP_SIZE, summary_id
 from cam_engine.graph.ego_split import ego_components
 from cam_engine.store.base import GraphStore
+from cam_engine.store.structure import GraphStructure
 
 
 def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
@@ -97,3 +100,43 @@ def check_top(store: GraphStore) -> None:
         assert n.level == 0 or text not in texts, f"{n.id} repeats the text of {texts.get(text)}"
         texts.setdefault(text, n.id)
     assert seen == everything, f"{len(everything - seen)} nodes unreachable from the top"
+
+
+def structure_view(structure: GraphStructure) -> dict[str, object]:
+    """What a structure holds, in a form two structures can be compared by."""
+    ids, matrix = structure.chunk_vectors.matrix()
+    return {
+        "nodes": structure.nodes,
+        "by_level": {k: v for k, v in structure.by_level.items() if v},
+        "chunk_at": structure.chunk_at,
+        "by_text": structure.by_text,
+        "adjacency": {k: v for k, v in structure.adjacency.items() if v},
+        "replicas": structure.replicas,
+        "of_node": {k: v for k, v in structure.of_node.items() if v},
+        "by_label": structure.by_label,
+        "holder": structure.holder,
+        "labels_by_level": {k: v for k, v in structure.labels_by_level.items() if v},
+        "members": structure.members,
+        "parents": {k: v for k, v in structure.parents.items() if v},
+        "counters": structure.counters,
+        "documents": structure.documents,
+        "settings": structure.settings,
+        "generation": structure.generation,
+        "chunk_vectors": {
+            node_id: np.round(matrix[row], 5).tobytes() for row, node_id in enumerate(ids)
+        }
+        if matrix is not None
+        else {},
+    }
+
+
+def check_structure_is_stored(held: GraphStructure | None, store: GraphStore) -> None:
+    """The structure a writer holds between batches equals the store's, read afresh."""
+    assert held is not None, "the writer holds no structure"
+    with store.transaction():
+        generation = store.lock_generation()
+        stored = GraphStructure.from_rows(store.read_structure())
+    stored.generation = generation
+    mine, theirs = structure_view(held), structure_view(stored)
+    for key in mine:
+        assert mine[key] == theirs[key], f"held structure differs from the store in {key}"

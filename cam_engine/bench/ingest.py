@@ -13,8 +13,12 @@ Figures (one JSON object):
 - the same figures for ``rebuild`` (one pass over all stored chunks).
 - engine_ms_per_chunk: non-embedding milliseconds per chunk over the whole book (the
   engine and its store), with a per-phase breakdown in phases_s.
-- store_calls_per_batch: median store verbs called per batch (commits included; on
-  Neo4j each is a round trip, reads served by the batch cache are not counted).
+- store_calls_per_batch: median calls from a batch to its store (store/batch.py: the
+  transaction with its generation check, vector search, reads of texts and vectors the
+  batch does not hold, the one write, the commit).
+- store: "sqlite", or "neo4j" with ``--store bolt://...``; then also
+  round_trips_per_batch (median Cypher statements sent per batch) and queries, the
+  calls and seconds of each Cypher file over the ingest.
 - device, embed_chunks_per_s: where the model ran, and its throughput on the book's
   first 512 chunks, timed apart (uncached).
 - cross_memory_locality (with ``--cross-memory``): median non-embedding seconds per
@@ -28,9 +32,11 @@ Figures (one JSON object):
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
 from cam_engine.sources import read_text
+from cam_engine.store.base import is_neo4j_uri
 
 
 def _phase_totals(reports: list[BatchReport]) -> dict[str, float]:
@@ -57,6 +64,22 @@ def _ratio(values: list[float]) -> float | None:
         return None
     first = statistics.median(values[:5])
     return round(statistics.median(values[-5:]) / first, 3) if first else None
+
+
+def _query_counter(memory: Memory) -> Counter[str]:
+    """Statements sent so far, per Cypher file (Neo4j); empty for SQLite."""
+    calls = getattr(memory.store, "query_calls", None)
+    return calls if isinstance(calls, Counter) else Counter()
+
+
+def _query_breakdown(memory: Memory) -> dict[str, list[float]] | None:
+    """{query: [calls, seconds]} over the ingest, slowest first (Neo4j only)."""
+    calls = _query_counter(memory)
+    seconds = getattr(memory.store, "query_seconds", Counter())
+    if not calls:
+        return None
+    ranked = sorted(calls, key=lambda q: -seconds[q])
+    return {q: [calls[q], round(seconds[q], 3)] for q in ranked}
 
 
 def run(
@@ -83,24 +106,42 @@ def run(
     model.embed(sample)
     embed_chunks_per_s = len(sample) / (time.perf_counter() - start)
     embedder = CachingEmbedder(model, cached_vectors)
-    folder = Path(store_dir or tempfile.mkdtemp(prefix="cam-bench-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "bench.db"
-    for stale in folder.glob("bench.db*"):
-        stale.unlink()
+    location: str | Path
+    if store_dir is not None and is_neo4j_uri(store_dir):
+        location, name = store_dir, f"bench-{os.getpid()}"
+    else:
+        folder = Path(store_dir or tempfile.mkdtemp(prefix="cam-bench-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        location, name = folder / "bench.db", "bench"
+        for stale in folder.glob("bench.db*"):
+            stale.unlink()
     reports: list[BatchReport] = []
-    with Memory.open(path, "bench", settings=settings, embedder=embedder) as memory:
+    round_trips: list[int] = []
+    with Memory.open(location, name, settings=settings, embedder=embedder) as memory:
+        queries = _query_counter(memory)
+
+        def on_batch(report: BatchReport) -> None:
+            reports.append(report)
+            round_trips.append(sum(queries.values()) - sum(round_trips))
+
         start = time.perf_counter()
-        result = memory.ingest([book], batch_size=batch_size, on_batch=reports.append)
+        try:
+            result = memory.ingest([book], batch_size=batch_size, on_batch=on_batch)
+        except BaseException:
+            memory.delete()  # a benchmark memory left behind in a shared Neo4j is litter
+            raise
         total = time.perf_counter() - start
         if result.errors:
             raise InputError(result.errors[0].message)
         embed = sum(r.seconds["embed"] for r in reports)
         incremental_stats = memory.stats()
+        by_query = _query_breakdown(memory)
         start = time.perf_counter()
         rebuilt = memory.rebuild()
         rebuild_total = time.perf_counter() - start
         rebuild_stats = memory.stats()
+        if is_neo4j_uri(location):
+            memory.delete()
     non_embed = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
     chunks = sum(r.chunks_added for r in reports)
     affected = [sum(level.affected_nodes for level in r.levels) for r in reports]
@@ -117,9 +158,13 @@ def run(
         if cached_vectors is None
         else ("used" if embedder.computed == 0 else "filled"),
         "engine_ms_per_chunk": round(1000 * sum(non_embed) / max(1, chunks), 3),
+        "store": "neo4j" if is_neo4j_uri(location) else "sqlite",
         "store_calls_per_batch": statistics.median(r.store_calls for r in reports)
         if reports
         else None,
+        # Neo4j: Cypher statements sent per batch (median), and per query over the run.
+        "round_trips_per_batch": statistics.median(round_trips) if queries else None,
+        "queries": by_query,
         "model_load_s": round(model_load_s, 3),
         "total_s": round(total, 3),
         "embed_s": round(embed, 3),

@@ -13,14 +13,15 @@ changed to the level above:
 
 It stops at ``max_levels`` or at a level whose clusters would keep more than
 ``MIN_SHRINK`` of its nodes. Then what has no parent is grouped into the covering top
-level (``summaries.SummaryWriter.build_cover``). Everything runs inside one store
-transaction opened by the caller.
+level (``summaries.SummaryWriter.build_cover``). The builder works on the batch's
+``BatchStore`` (store/batch.py): its reads of the structure cost no store call, and
+what it writes reaches the store at the end of the batch, in one transaction.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,15 +29,15 @@ import numpy as np
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
-from cam_engine.engine.summaries import SummaryWriter, plain, summary_id
+from cam_engine.engine.summaries import SummaryWriter, summary_id
 from cam_engine.engine.timing import PhaseClock
-from cam_engine.graph.ego_split import replica_edges, resplit
+from cam_engine.graph.ego_split import resplit
 from cam_engine.graph.hierarchy import absorb_singletons
 from cam_engine.graph.propagation import propagate
 from cam_engine.graph.similarity import Located, expand, window_radius
 from cam_engine.graph.split import split_cluster
 from cam_engine.llm.base import Summarizer
-from cam_engine.store.base import BuilderStore
+from cam_engine.store.batch import BatchStore
 from cam_engine.types import Edge, Node, Replica
 
 logger = logging.getLogger(__name__)
@@ -64,42 +65,37 @@ class LevelChange:
 
 
 class ReplicaGraph:
-    """Reads the replica graph from the store on demand (for propagation and splits).
+    """The replica graph around some replicas, read from the batch's store (for label
+    propagation, cluster splits and lone replicas)."""
 
-    The labels of every replica it reads are remembered, so label propagation does not
-    read again the neighbours it has just read with their edges (one query fewer per
-    round, which counts on Neo4j). Use a fresh one per propagation: the remembered
-    labels are those stored when it started.
-    """
-
-    def __init__(self, store: BuilderStore) -> None:
+    def __init__(self, store: BatchStore) -> None:
         self._store = store
-        self._labels: dict[str, str] = {}
 
     def neighbours(self, replica_ids: Sequence[str]) -> dict[str, dict[str, float]]:
-        replicas = list(self._store.replicas_by_id(replica_ids).values())
-        return self.edges_of(replicas)
+        return self.edges_of(list(self._store.replicas_by_id(replica_ids).values()))
 
     def edges_of(self, replicas: Sequence[Replica]) -> dict[str, dict[str, float]]:
+        """As ``graph.ego_split.replica_edges``, with the far ends looked up in the
+        store's index of which replica holds which member."""
         adjacency = self._store.neighbours({r.node_id for r in replicas})
-        partners = self._store.replicas_of({m for r in replicas for m in r.members})
-        flat = [p for ps in partners.values() for p in ps]
-        self._labels.update({r.id: r.label for r in [*replicas, *flat]})
-        return replica_edges(replicas, flat, adjacency)
+        holders = self._store.replica_holders()
+        edges: dict[str, dict[str, float]] = {}
+        for r in replicas:
+            ends = edges[r.id] = {}
+            for v in sorted(r.members):
+                far = holders.get((v, r.node_id))
+                if far is not None:
+                    ends[far] = float(adjacency[r.node_id][v])
+        return edges
 
     def labels(self, replica_ids: Sequence[str]) -> dict[str, str]:
-        known = {rid: self._labels[rid] for rid in replica_ids if rid in self._labels}
-        missing = [rid for rid in replica_ids if rid not in known]
-        if missing:
-            read = self._store.replicas_by_id(missing)
-            known.update({rid: r.label for rid, r in read.items()})
-        return known
+        return {rid: r.label for rid, r in self._store.replicas_by_id(replica_ids).items()}
 
 
 class MemoryBuilder:
     def __init__(
         self,
-        store: BuilderStore,
+        store: BatchStore,
         embedder: Embedder,
         summarizer: Summarizer,
         settings: Settings,
@@ -127,7 +123,6 @@ class MemoryBuilder:
         search must look past them.
         """
         validate_chunk_nodes(chunks)
-        self.writer.start_batch()
         with self.clock.phase("edges"):
             # Candidates first, while the store holds only older chunks: a top-k then
             # needs no room for the batch's own chunks.
@@ -152,24 +147,20 @@ class MemoryBuilder:
         new_ids = {c.id for c in chunks}
         vectors = np.stack([c.embedding for c in chunks if c.embedding is not None])
         pool_ids: set[str] = set()
-        # Chunks already stored are among the hits (whether or not a store's index
-        # sees this transaction's writes), so ask for room to skip them; a rebuild,
-        # where the batch is every chunk, has no older ones to look for.
+        # In a rebuild the batch's chunks are stored already and among the hits, so
+        # ask for room to skip them; when the batch is every chunk, there are no
+        # older ones to look for.
         if not stored or self.store.count_nodes(0) > len(chunks):
             k = s.candidate_k + (len(chunks) if stored else 0)
             for row in self.store.nearest(0, vectors, k):
                 older = [node_id for node_id, _ in row if node_id not in new_ids]
                 pool_ids.update(older[: s.candidate_k])
-        pool = list(self.store.get_nodes(pool_ids - new_ids, embeddings=True).values())
         radius = window_radius(s.sigma)
-        by_doc: dict[str, set[int]] = {}
         for c in chunks:
             assert c.doc_id is not None and c.position is not None
             base = int(c.position)
-            by_doc.setdefault(c.doc_id, set()).update(range(base - radius, base + radius + 1))
-        for doc_id, positions in by_doc.items():
-            pool.extend(n for n in self.store.chunks_near(doc_id, positions) if n.id not in new_ids)
-        return list({n.id: n for n in pool}.values())
+            pool_ids |= self.store.chunk_ids_near(c.doc_id, range(base - radius, base + radius + 1))
+        return list(self.store.get_nodes(sorted(pool_ids - new_ids), embeddings=True).values())
 
     def _expand(self, chunks: Sequence[Node], pool: Sequence[Node]) -> list[Edge]:
         s = self.settings
@@ -256,7 +247,7 @@ class MemoryBuilder:
                     seeds[r.id] = r
         return list(seeds.values())
 
-    def _affected(self, change: LevelChange) -> tuple[set[str], dict[str, dict[str, float]]]:
+    def _affected(self, change: LevelChange) -> tuple[set[str], dict[str, Mapping[str, float]]]:
         """Nodes whose ego-network changed, and the adjacency needed to re-split them.
 
         An edge (x, y) that appeared or vanished alters the ego-networks of x, y and of
@@ -388,7 +379,7 @@ class MemoryBuilder:
 
     def _drop_levels_above(self, level: int) -> None:
         for upper in range(level + 1, self.settings.max_levels + 2):
-            ids = [n.id for n in self.store.nodes_at_level(upper)]
+            ids = [n.id for n in self.store.infos_at_level(upper)]
             if not ids:
                 break
             self.store.delete_nodes(ids)
@@ -406,12 +397,8 @@ class MemoryBuilder:
         # which stays a root where it is (the covering top level picks it up). Members
         # that all have one text (a paragraph in two pooled documents) count as one.
         members = {sid: ms for sid, ms in members.items() if len(ms) > 1}
-        texts = store.get_nodes({m for ms in members.values() for m in ms})
-        members = {
-            sid: ms
-            for sid, ms in members.items()
-            if len({plain(texts[m].text) for m in ms if m in texts}) > 1
-        }
+        keys = store.text_keys({m for ms in members.values() for m in ms})
+        members = {sid: ms for sid, ms in members.items() if len({keys[m] for m in ms}) > 1}
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
         existing = store.existing_ids(candidates)

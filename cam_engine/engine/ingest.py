@@ -15,9 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, cast
-
-import numpy as np
+from typing import IO
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings, check_batch_size
@@ -25,12 +23,12 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.timing import PhaseClock, TimedStore
+from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError
 from cam_engine.llm import Summarizer
 from cam_engine.sources import Source, expand_paths, read_text
 from cam_engine.store.base import DocumentRecord, GraphStore
-from cam_engine.store.batch_cache import BatchCache
+from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.types import CHUNK, Chunk, Node
 
 logger = logging.getLogger(__name__)
@@ -55,6 +53,8 @@ class IngestPipeline:
         self.embedder = embedder
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency
+        # Holds the memory's structure between batches (store/batch.py).
+        self.writer = BatchWriter(store)
 
     def ingest(
         self,
@@ -219,37 +219,17 @@ class IngestPipeline:
         clock = PhaseClock()
         clock.seconds["chunk"] = prepared.chunk_seconds
         clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
-        store = cast(GraphStore, TimedStore(self.store, clock))
         docs = list(dict.fromkeys(c.doc_id for c in batch))
         label = docs[0] if len(docs) == 1 else None
         report = BatchReport(label, number, summarizer=self.summarizer.backend)
-        present = store.existing_ids(c.id for c in batch)
-        new = [c for c in batch if c.id not in present]
-        report.chunks_skipped = len(batch) - len(new)
-        self._refuse_rewritten_positions(records, new)
-        if new:
-            missing = [c for c in new if c.id not in prepared.vectors]
-            if missing:  # stored when prefetched, gone since: embed them now
-                with clock.phase("embed"):
-                    late = self.embedder.embed([c.text for c in missing])
-                prepared.vectors.update(zip((c.id for c in missing), late, strict=True))
-            vectors = np.stack([prepared.vectors[c.id] for c in new])
-            nodes = [
-                Node(
-                    id=c.id,
-                    level=0,
-                    kind=CHUNK,
-                    text=c.text,
-                    doc_id=c.doc_id,
-                    position=c.position,
-                    embedding=vector,
-                    props={"start_char": c.start_char, "end_char": c.end_char},
-                )
-                for c, vector in zip(new, vectors, strict=True)
-            ]
-            store.prepare(int(vectors.shape[1]))
-            with store.transaction():
-                builder = self._builder(store, clock)
+        self.store.prepare(self.embedder.dim)  # the schema: outside the transaction
+        with self.writer.batch(clock) as store:
+            present = store.existing_ids(c.id for c in batch)
+            new = [c for c in batch if c.id not in present]
+            report.chunks_skipped = len(batch) - len(new)
+            if new:
+                self._refuse_rewritten_positions(store, records, new)
+                nodes = self._chunk_nodes(new, prepared, clock)
                 self._save_settings_once(store)
                 for doc_id in docs:
                     record = records[doc_id]
@@ -261,14 +241,36 @@ class IngestPipeline:
                             doc_id, record.source, record.sha256, stored_chunks, record.total
                         )
                     )
-                builder.assimilate(nodes, report)
+                self._builder(store, clock).assimilate(nodes, report)
             report.chunks_added = len(new)
         report.seconds = dict(clock.seconds)
         report.store_calls = clock.store_calls
         return report
 
+    def _chunk_nodes(
+        self, new: list[Chunk], prepared: PreparedBatch, clock: PhaseClock
+    ) -> list[Node]:
+        missing = [c for c in new if c.id not in prepared.vectors]
+        if missing:  # stored when prefetched, gone since: embed them now
+            with clock.phase("embed"):
+                late = self.embedder.embed([c.text for c in missing])
+            prepared.vectors.update(zip((c.id for c in missing), late, strict=True))
+        return [
+            Node(
+                id=c.id,
+                level=0,
+                kind=CHUNK,
+                text=c.text,
+                doc_id=c.doc_id,
+                position=c.position,
+                embedding=prepared.vectors[c.id],
+                props={"start_char": c.start_char, "end_char": c.end_char},
+            )
+            for c in new
+        ]
+
     def _refuse_rewritten_positions(
-        self, records: dict[str, DocumentRecord], new: list[Chunk]
+        self, store: BatchStore, records: dict[str, DocumentRecord], new: list[Chunk]
     ) -> None:
         """A new chunk where the document already has one means different text under a
         known name (stdin piped again, a grown log): storing it would leave two chunks
@@ -277,12 +279,12 @@ class IngestPipeline:
         for c in new:
             by_doc.setdefault(c.doc_id, {})[c.position] = c
         for doc_id, at in by_doc.items():
-            known = self.store.get_document(doc_id)
+            known = store.get_document(doc_id)
             # Only positions the document already has can clash (not those appended now).
             taken = [p for p in at if known is not None and p < known.chunks]
             if not taken:
                 continue
-            for old in self.store.chunks_near(doc_id, taken):
+            for old in store.infos_at_positions(doc_id, taken):
                 position = int(old.position or 0)
                 if old.id != at[position].id:
                     raise InputError(
@@ -291,11 +293,10 @@ class IngestPipeline:
                         "--document to store this text under another name"
                     )
 
-    def _builder(self, store: GraphStore, clock: PhaseClock) -> MemoryBuilder:
-        """A builder for one batch; call it inside the batch's transaction (a remote
-        store is read through a cache that lives as long as the transaction)."""
+    def _builder(self, store: BatchStore, clock: PhaseClock) -> MemoryBuilder:
+        """A builder for one batch, on the batch's store."""
         return MemoryBuilder(
-            cast(GraphStore, BatchCache(store)) if store.remote else store,
+            store,
             self.embedder,
             self.summarizer,
             self.settings,
@@ -303,7 +304,7 @@ class IngestPipeline:
             llm_concurrency=self.llm_concurrency,
         )
 
-    def _save_settings_once(self, store: GraphStore) -> None:
+    def _save_settings_once(self, store: BatchStore) -> None:
         if store.load_settings() is None:
             store.save_settings(self.settings.to_dict())
 
@@ -314,15 +315,13 @@ class IngestPipeline:
         incrementally grown memory with one built at once.
         """
         clock = PhaseClock()
-        store = cast(GraphStore, TimedStore(self.store, clock))
         report = BatchReport(None, 0, summarizer=self.summarizer.backend)
-        store.prepare(self.embedder.dim)
-        with store.transaction():
-            builder = self._builder(store, clock)
+        self.store.prepare(self.embedder.dim)
+        with self.writer.batch(clock) as store:
             store.clear(keep_chunks=True)
-            chunks = list(store.nodes_at_level(0, embeddings=True))
+            chunks = store.nodes_at_level(0, embeddings=True)
             if chunks:
-                builder.assimilate(chunks, report, stored=True)
+                self._builder(store, clock).assimilate(chunks, report, stored=True)
         report.chunks_added = len(chunks)
         report.seconds = dict(clock.seconds)
         report.store_calls = clock.store_calls

@@ -20,7 +20,7 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.hierarchy import group_roots
 from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
-from cam_engine.store.base import BuilderStore
+from cam_engine.store.batch import BatchStore
 from cam_engine.types import SUMMARY, Node
 
 # The covering top level has at most this many nodes (more roots get more levels).
@@ -40,7 +40,7 @@ def summary_id(label: str) -> str:
 class SummaryWriter:
     def __init__(
         self,
-        store: BuilderStore,
+        store: BatchStore,
         embedder: Embedder,
         summarizer: Summarizer,
         settings: Settings,
@@ -54,10 +54,6 @@ class SummaryWriter:
         self.settings = settings
         self.clock = clock
         self.llm_concurrency = llm_concurrency
-        self._texts: set[str] = set()  # summary texts written in the current batch
-
-    def start_batch(self) -> None:
-        self._texts = set()
 
     def nodes(
         self,
@@ -99,7 +95,7 @@ class SummaryWriter:
             )
         self._embed(nodes)
         for factor in (2, 4):
-            repeated = self._repeated(nodes, ordered)
+            repeated = self._repeated(nodes)
             for i in repeated:
                 texts = [n.text for n in ordered[i]]
                 words = self.settings.summary_words * factor
@@ -109,9 +105,8 @@ class SummaryWriter:
                 nodes[i].text = result.text
             self._embed([nodes[i] for i in repeated])
         if not keep_repeats:
-            still = set(self._repeated(nodes, ordered))
+            still = set(self._repeated(nodes))
             nodes = [n for i, n in enumerate(nodes) if i not in still]
-        self._texts.update(plain(n.text) for n in nodes)
         return nodes
 
     def _embed(self, nodes: list[Node]) -> None:
@@ -122,23 +117,16 @@ class SummaryWriter:
         for node, vector in zip(nodes, vectors, strict=True):
             node.embedding = vector
 
-    def _repeated(self, nodes: list[Node], groups: list[list[Node]]) -> list[int]:
-        """Indexes of ``nodes`` whose text another node has: a member, an earlier one of
-        ``nodes``, a summary written earlier in the batch, or any stored node (found by
-        its identical vector; an index may not see this transaction's writes, hence the
-        batch's own texts)."""
-        if not nodes:
-            return []
+    def _repeated(self, nodes: list[Node]) -> list[int]:
+        """Indexes of ``nodes`` whose text another node has: an earlier one of ``nodes``
+        or any node of the memory, the batch's own and the members included (the
+        batch's store knows every node's text by a key of it)."""
         own = {n.id for n in nodes}
-        hits = self.store.nearest(None, np.stack([_embedding(n) for n in nodes]), 3)
-        same = {hit for row in hits for hit, score in row if score > 1 - 1e-4 and hit not in own}
-        stored = {plain(n.text) for n in self.store.get_nodes(same).values()}
         repeated: list[int] = []
         earlier: set[str] = set()
-        for i, (node, group) in enumerate(zip(nodes, groups, strict=True)):
+        for i, node in enumerate(nodes):
             text = plain(node.text)
-            taken = stored | earlier | self._texts | {plain(m.text) for m in group}
-            if text in taken:
+            if text in earlier or self.store.nodes_with_text(text) - own:
                 repeated.append(i)
             earlier.add(text)
         return repeated
@@ -149,7 +137,7 @@ class SummaryWriter:
         store = self.store
         old: Cover = {}
         for level in sorted(store.levels(), reverse=True):
-            ids = [n.id for n in store.nodes_at_level(level) if n.props.get(COVER)]
+            ids = [n.id for n in store.infos_at_level(level) if n.props.get(COVER)]
             if not ids:
                 break
             members = store.members_of(ids)

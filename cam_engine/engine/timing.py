@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 PHASES = ("chunk", "embed", "edges", "replicas", "propagation", "summaries", "store")
 
@@ -45,32 +44,3 @@ class PhaseClock:
 
     def total(self) -> float:
         return sum(self.seconds.values())
-
-
-class TimedStore:
-    """Wraps a store so every method call's duration goes to the clock's "store" phase."""
-
-    def __init__(self, store: Any, clock: PhaseClock) -> None:
-        self._store = store
-        self._clock = clock
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._store.transaction():
-            yield
-            start = self._clock.now()  # leaving the block commits: that is store time
-        self._clock.add_store(self._clock.now() - start)
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._store, name)
-        if not callable(attribute):
-            return attribute
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            start = self._clock.now()
-            try:
-                return attribute(*args, **kwargs)
-            finally:
-                self._clock.add_store(self._clock.now() - start)
-
-        return timed

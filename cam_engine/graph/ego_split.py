@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-import igraph as ig
-
 from cam_engine.types import Replica
 
 Adjacency = Mapping[str, Mapping[str, float]]
@@ -28,20 +26,27 @@ def ego_components(node: str, adjacency: Adjacency) -> list[frozenset[str]]:
 
     ``adjacency`` must hold the node, its neighbours and the edges among them.
     Components are sorted by their smallest member, so the result is deterministic.
+
+    A depth-first search in plain Python: an ego-network has a dozen nodes, and
+    building an igraph graph for each of the thousands re-split per batch cost more
+    than the search (tests check it against igraph's connected components).
     """
-    neighbours = sorted(adjacency.get(node, {}))
-    if not neighbours:
-        return []
-    index = {n: i for i, n in enumerate(neighbours)}
-    pairs = {
-        (index[a], index[b])
-        for a in neighbours
-        for b in adjacency.get(a, {})
-        if b in index and index[a] < index[b]
-    }
-    graph = ig.Graph(n=len(neighbours), edges=sorted(pairs))
-    components = [frozenset(neighbours[i] for i in c) for c in graph.connected_components()]
-    return sorted(components, key=min)
+    neighbours = adjacency.get(node, {})
+    seen: set[str] = set()
+    components: list[frozenset[str]] = []
+    for start in sorted(neighbours):
+        if start in seen:
+            continue
+        seen.add(start)
+        component, stack = [start], [start]
+        while stack:
+            for other in adjacency.get(stack.pop(), {}):
+                if other in neighbours and other not in seen and other != node:
+                    seen.add(other)
+                    component.append(other)
+                    stack.append(other)
+        components.append(frozenset(component))
+    return components
 
 
 @dataclass

@@ -13,6 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -70,6 +71,27 @@ def content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
 
 
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    key: str  # see _key
+    text: str
+    bag: dict[str, int]  # content word counts
+    norm: float  # of the counts
+    words: int  # all words
+
+
+@lru_cache(maxsize=16384)
+def _sentences(text: str) -> tuple[_Parsed, ...]:
+    """A text's sentences with their word counts. Cached: a chunk is a member of
+    several clusters, and each is summarized again when its membership changes."""
+    result = []
+    for sentence in split_sentences(text):
+        bag = dict(Counter(content_words(sentence)))
+        norm = math.sqrt(sum(v * v for v in bag.values()))
+        result.append(_Parsed(_key(sentence), sentence, bag, norm, len(sentence.split())))
+    return tuple(result)
+
+
 class ExtractiveSummarizer:
     @property
     def backend(self) -> str:
@@ -78,32 +100,34 @@ class ExtractiveSummarizer:
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
         # Overlapping clusters share members, so the summaries one level up quote the
         # same sentences: each is counted and quoted once.
-        unique: dict[str, str] = {}
+        unique: dict[str, _Parsed] = {}
         for text in texts:
-            for sentence in split_sentences(text):
-                unique.setdefault(_key(sentence), sentence)
-        keys, sentences = list(unique), list(unique.values())
+            for sentence in _sentences(text):
+                unique.setdefault(sentence.key, sentence)
+        keys = list(unique)
+        parsed = list(unique.values())
+        sentences = [u.text for u in parsed]
         if not sentences:
             return SummaryResult("", EXTRACTIVE, Usage())
-        bags = [Counter(content_words(s)) for s in sentences]
-        centroid: Counter[str] = Counter()
-        for bag in bags:
-            centroid.update(bag)
+        centroid: dict[str, int] = {}
+        count = centroid.get
+        for u in parsed:
+            for word, n in u.bag.items():
+                centroid[word] = count(word, 0) + n
         centroid_norm = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
 
         def centrality(i: int) -> float:
-            bag = bags[i]
-            norm = math.sqrt(sum(v * v for v in bag.values()))
-            if norm == 0:
+            u = parsed[i]
+            if u.norm == 0:
                 return 0.0
-            return sum(n * centroid[w] for w, n in bag.items()) / (norm * centroid_norm)
+            return sum(n * centroid[w] for w, n in u.bag.items()) / (u.norm * centroid_norm)
 
         # Best first; ties go to the earlier sentence so the result is deterministic.
         ranked = sorted(range(len(sentences)), key=lambda i: (-centrality(i), i))
         chosen: list[int] = []
         words = 0
         for i in ranked:
-            length = len(sentences[i].split())
+            length = parsed[i].words
             if words + length > max_words and chosen:
                 continue
             if _repeats(keys[i], [keys[j] for j in chosen]):

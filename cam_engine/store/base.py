@@ -6,8 +6,10 @@ undirected weighted edges within a level; replicas (a node's roles, from ego-spl
 carrying cluster labels; membership links from a summary to its members; and the
 adapters' view nodes (pages, memos, memory states) linked to the chunks they cover.
 
-Everything a batch changes happens inside ``transaction()``: reads inside it see the
-batch's own writes, and an exception rolls the whole batch back.
+Everything a batch changes happens inside ``transaction()``, and an exception rolls
+the whole batch back. Memory development does not call the write verbs one by one: it
+works on a ``store.batch.BatchStore`` and the batch's change is written at its end by
+``apply`` (``store.change``), one bulk statement per kind.
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from cam_engine.config import Environment
 from cam_engine.errors import ConfigError, NotFoundError
 from cam_engine.types import Edge, Node, Replica, ViewNode
+
+if TYPE_CHECKING:
+    from cam_engine.store.change import GraphChange
+    from cam_engine.store.structure import StructureRows
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,6 @@ def cluster_shape(sizes: Iterable[tuple[int, int]]) -> dict[str, Any]:
 
 class StoreBase(Protocol):
     """What every role needs: where it is, which memory, and a transaction."""
-
-    # True when every call is a network round trip (Neo4j): the engine then reads
-    # through a BatchCache within each batch's transaction.
-    remote: bool
 
     @property
     def location(self) -> str: ...
@@ -122,7 +124,27 @@ class ViewStore(StoreBase, Protocol):
 
 
 class BuilderStore(RetrievalStore, Protocol):
-    """What memory development reads and writes, one batch at a time (cam_engine.engine)."""
+    """What memory development reads and writes, one batch at a time (cam_engine.engine
+    through store.batch), and what managing a memory needs."""
+
+    # --- batches (store.batch, store.change) ------------------------------------
+    def lock_generation(self) -> int:
+        """Inside a transaction: the memory's generation (raised by every committed
+        batch), locked against other writers until the transaction ends."""
+        ...
+
+    def read_structure(self) -> StructureRows:
+        """The memory's whole structure in a few bulk reads (texts, no vectors)."""
+        ...
+
+    def apply(self, change: GraphChange) -> None:
+        """Write one batch's change inside the open transaction (store.change)."""
+        ...
+
+    def set_counters(self, counters: Mapping[str, int]) -> None: ...
+    def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
+        """Replace the members of each summary: summary id -> (its level, member ids)."""
+        ...
 
     # --- memory-wide state ------------------------------------------------------
     def load_settings(self) -> dict[str, Any] | None: ...

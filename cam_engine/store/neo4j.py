@@ -24,8 +24,10 @@ import numpy as np
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord, cluster_shape
+from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.cypher import check_identifier, load_query, statements
 from cam_engine.store.keywords import query_terms, tokenize
+from cam_engine.store.structure import StructureRows
 from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -51,8 +53,6 @@ _MIN_CANDIDATES = 100
 
 
 class Neo4jStore:
-    remote = True  # every call is a Bolt round trip
-
     def __init__(self, driver: Any, uri: str, memory: str, database: str | None) -> None:
         self._driver = driver
         self._uri = uri
@@ -214,6 +214,38 @@ class Neo4jStore:
 
     def clear(self, keep_chunks: bool) -> None:
         self._run("clear_derived_tx" if keep_chunks else "clear_all")
+
+    # --- batches ---------------------------------------------------------------------------
+    def lock_generation(self) -> int:
+        if self._tx is None:
+            raise StoreError("lock_generation() needs an open transaction")
+        return int(self._run("lock_generation")[0]["value"])
+
+    def read_structure(self) -> StructureRows:
+        return StructureRows(
+            nodes=[_node(row) for row in self._rows("structure_nodes")],
+            edges=[(a, b, float(score)) for a, b, score in self._rows("structure_edges")],
+            replicas=[_replica(row) for row in self._rows("structure_replicas")],
+            members=[(s, m) for s, m in self._rows("structure_members")],
+            counters={name: int(value) for name, value in self._rows("counters")},
+            chunk_vectors={
+                node_id: np.frombuffer(blob, dtype=np.float32)
+                for node_id, blob in self._rows("structure_vectors")
+                if blob is not None
+            },
+            documents=self.documents(),
+            settings=self.load_settings(),
+        )
+
+    def apply(self, change: GraphChange) -> None:
+        if self._tx is None:
+            raise StoreError("apply() needs an open transaction")
+        apply_change(self, change)
+
+    def set_counters(self, counters: Mapping[str, int]) -> None:
+        rows = [{"name": name, "value": value} for name, value in sorted(counters.items())]
+        if rows:
+            self._run("set_counters", rows=rows)
 
     # --- documents -------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
@@ -425,7 +457,11 @@ class Neo4jStore:
 
     # --- hierarchy ------------------------------------------------------------------------------
     def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
-        rows = [{"summary_id": sid, "members": sorted(set(ms))} for sid, ms in members.items()]
+        self.replace_members({sid: (level, ms) for sid, ms in members.items()})
+
+    def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
+        # The level is the summary's own: the graph needs no copy of it on the links.
+        rows = [{"summary_id": sid, "members": sorted(set(ms))} for sid, (_, ms) in members.items()]
         if rows:
             self._run("set_members", rows=rows)
 

@@ -21,8 +21,11 @@ import numpy as np
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
 from cam_engine.store.base import DocumentRecord, cluster_shape
+from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, query_terms
 from cam_engine.store.migrations import migrate
+from cam_engine.store.structure import GENERATION, StructureRows
+from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -32,29 +35,6 @@ _IDS = "(SELECT value FROM json_each(?))"
 
 def _ids(values: Iterable[str]) -> str:
     return json.dumps(sorted(set(values)))
-
-
-class _VectorIndex:
-    """Embeddings of one level, as a matrix for exact top-k by cosine."""
-
-    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
-        self.vectors = vectors
-        self._matrix: np.ndarray | None = None
-        self._ids: list[str] = []
-
-    def put(self, node_id: str, vector: np.ndarray) -> None:
-        self.vectors[node_id] = vector
-        self._matrix = None
-
-    def drop(self, node_id: str) -> None:
-        if self.vectors.pop(node_id, None) is not None:
-            self._matrix = None
-
-    def matrix(self) -> tuple[list[str], np.ndarray | None]:
-        if self._matrix is None and self.vectors:
-            self._ids = sorted(self.vectors)
-            self._matrix = np.stack([self.vectors[i] for i in self._ids])
-        return self._ids, self._matrix
 
 
 # How long a writer waits for another's batch to commit. A batch keeps the write lock
@@ -73,8 +53,6 @@ class _Closed:
 
 
 class SqliteStore:
-    remote = False  # in-process: a read costs microseconds
-
     def __init__(self, path: Path, memory: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self._memory = validate_memory_name(memory)
         self._path = path
@@ -91,7 +69,7 @@ class SqliteStore:
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
         self._in_transaction = False
-        self._vectors: dict[int, _VectorIndex] = {}
+        self._vectors: dict[int, VectorMatrix] = {}
         self._data_version = self._read_data_version()
 
     # --- lifecycle ------------------------------------------------------------------
@@ -184,6 +162,53 @@ class SqliteStore:
             self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM memories WHERE name = ?", (m,))
         self._vectors.clear()
+
+    # --- batches -------------------------------------------------------------------------
+    def lock_generation(self) -> int:
+        if not self._in_transaction:
+            raise StoreError("lock_generation() needs an open transaction")
+        # BEGIN IMMEDIATE took the write lock: no other writer until the commit.
+        return self._counters().get(GENERATION, 0)
+
+    def _counters(self) -> dict[str, int]:
+        rows = self._q("SELECT name, value FROM counters WHERE memory = ?", self._memory)
+        return {name: int(value) for name, value in rows}
+
+    def read_structure(self) -> StructureRows:
+        m = self._memory
+        nodes = self._q(f"SELECT {self._node_columns(False)} FROM nodes WHERE memory = ?", m)
+        edges = self._q("SELECT src, dst, score FROM edges WHERE memory = ?", m)
+        replicas = self._q(
+            "SELECT id, node_id, level, label, members FROM replicas WHERE memory = ?", m
+        )
+        members = self._q("SELECT summary_id, member_id FROM members WHERE memory = ?", m)
+        vectors = self._q(
+            "SELECT id, embedding FROM nodes WHERE memory = ? AND level = 0 "
+            "AND embedding IS NOT NULL",
+            m,
+        )
+        return StructureRows(
+            nodes=[self._node(r, False) for r in nodes],
+            edges=[(a, b, float(score)) for a, b, score in edges],
+            replicas=[self._replica(r) for r in replicas],
+            members=[(summary, member) for summary, member in members],
+            counters=self._counters(),
+            documents=self.documents(),
+            settings=self.load_settings(),
+            chunk_vectors={node_id: _vector(blob) for node_id, blob in vectors},
+        )
+
+    def apply(self, change: GraphChange) -> None:
+        if not self._in_transaction:
+            raise StoreError("apply() needs an open transaction")
+        apply_change(self, change)
+
+    def set_counters(self, counters: Mapping[str, int]) -> None:
+        self._conn.executemany(
+            "INSERT INTO counters (memory, name, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (memory, name) DO UPDATE SET value = excluded.value",
+            [(self._memory, name, value) for name, value in sorted(counters.items())],
+        )
 
     # --- documents ------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
@@ -338,7 +363,7 @@ class SqliteStore:
             self._vectors.clear()
             self._data_version = version
 
-    def _index(self, level: int) -> _VectorIndex:
+    def _index(self, level: int) -> VectorMatrix:
         if level not in self._vectors:
             rows = self._q(
                 "SELECT id, embedding FROM nodes WHERE memory = ? AND level = ? "
@@ -346,7 +371,7 @@ class SqliteStore:
                 self._memory,
                 level,
             )
-            self._vectors[level] = _VectorIndex({r[0]: _vector(r[1]) for r in rows})
+            self._vectors[level] = VectorMatrix({r[0]: _vector(r[1]) for r in rows})
         return self._vectors[level]
 
     def nearest(
@@ -359,15 +384,9 @@ class SqliteStore:
         # Best k of each level, merged: no copy of every level's vectors into one
         # matrix per call (that copy grew with the memory and dominated large ones).
         found: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
-        for lv in levels if k > 0 else []:
-            level_ids, matrix = self._index(lv).matrix()
-            if matrix is None:
-                continue
-            scores = queries @ matrix.T
-            take = min(k, len(level_ids))
-            for row, hits in zip(scores, found, strict=True):
-                top = np.argpartition(-row, take - 1)[:take]
-                hits.extend((level_ids[i], float(row[i])) for i in top)
+        for lv in levels:
+            for hits, best in zip(found, self._index(lv).top_k(queries, k), strict=True):
+                hits.extend(best)
         return [sorted(hits, key=lambda h: (-h[1], h[0]))[:k] for hits in found]
 
     def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
@@ -523,13 +542,20 @@ class SqliteStore:
 
     # --- hierarchy -------------------------------------------------------------------------
     def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
+        self.replace_members({sid: (level, ms) for sid, ms in members.items()})
+
+    def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
         self._conn.executemany(
             "DELETE FROM members WHERE memory = ? AND summary_id = ?",
             [(self._memory, sid) for sid in members],
         )
         self._conn.executemany(
             "INSERT INTO members (memory, summary_id, member_id, level) VALUES (?, ?, ?, ?)",
-            [(self._memory, sid, m, level) for sid, ms in members.items() for m in sorted(set(ms))],
+            [
+                (self._memory, sid, m, level)
+                for sid, (level, ms) in members.items()
+                for m in sorted(set(ms))
+            ],
         )
 
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:

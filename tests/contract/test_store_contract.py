@@ -14,7 +14,7 @@ from cam_engine.errors import NotFoundError
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Edge, Node, Replica
 from tests.conftest import shared_file
-from tests.invariants import check_memory
+from tests.invariants import check_memory, check_structure_is_stored
 
 EMBEDDER = HashingEmbedder(32)
 
@@ -212,6 +212,8 @@ def test_the_engine_builds_the_same_memory_on_every_store(
         m.ingest_text(text[:5000], "gap", batch_size=6)
         m.ingest_text(text[5000:], "gap2", batch_size=6)
         check_memory(m.store, max_cluster_size=settings.max_cluster_size)
+        # What the ingest kept in memory between batches is what the store holds.
+        check_structure_is_stored(m._pipeline().writer.structure, m.store)
         stats = m.stats()
     reference = _reference_stats(text, settings)
     for key in ("documents", "levels", "overlap", "summaries_by_backend"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 
+import igraph as ig
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,6 +84,27 @@ def test_star_centre_gets_one_replica_per_leaf() -> None:
 def test_ego_components_are_sorted_by_smallest_member() -> None:
     adjacency = _graph([("v", "z"), ("v", "b"), ("v", "y"), ("v", "a"), ("z", "a"), ("b", "y")])
     assert ego_components("v", adjacency) == [frozenset({"a", "z"}), frozenset({"b", "y"})]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 9), st.integers(0, 9)).filter(lambda e: e[0] != e[1]),
+        max_size=30,
+    )
+)
+def test_ego_components_match_igraphs_components(pairs: list[tuple[int, int]]) -> None:
+    adjacency = _graph([(f"n{a}", f"n{b}") for a, b in pairs], nodes=["n0"])
+    neighbours = sorted(adjacency["n0"])
+    index = {n: i for i, n in enumerate(neighbours)}
+    ego = ig.Graph(
+        n=len(neighbours),
+        edges=[(index[a], index[b]) for a in neighbours for b in adjacency[a] if b in index],
+    )
+    expected = sorted(
+        (frozenset(neighbours[i] for i in c) for c in ego.connected_components()), key=min
+    )
+    assert ego_components("n0", adjacency) == expected
 
 
 # --- incremental re-split -----------------------------------------------------------------

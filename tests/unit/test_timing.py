@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cam_engine.engine.timing import PhaseClock, TimedStore
+from cam_engine.engine.timing import PhaseClock
 
 
 class FakeTime:
@@ -17,18 +17,23 @@ class FakeTime:
 
 
 class SlowStore:
-    def __init__(self, time: FakeTime) -> None:
+    """Meters its calls into the clock the way store.batch.BatchStore does."""
+
+    def __init__(self, time: FakeTime, clock: PhaseClock) -> None:
         self.time = time
+        self.clock = clock
 
     def read(self) -> int:
+        start = self.clock.now()
         self.time.spend(2.0)
+        self.clock.add_store(self.clock.now() - start)
         return 7
 
 
 def test_nested_phases_and_store_time_are_counted_once() -> None:
     fake = FakeTime()
     clock = PhaseClock(now=fake)
-    store = TimedStore(SlowStore(fake), clock)
+    store = SlowStore(fake, clock)
     with clock.phase("summaries"):
         fake.spend(1.0)
         assert store.read() == 7

@@ -1,0 +1,363 @@
+"""One batch's view of a memory: structure from memory, writes collected, one write at
+the end.
+
+``BatchWriter.batch()`` opens the batch's transaction and yields a ``BatchStore``,
+the store the builder works on. Its reads of the graph's structure (adjacency,
+replicas, clusters, memberships, documents, counters) are answered by the
+``GraphStructure`` the writer keeps between batches; texts and vectors, which it does
+not hold, are read from the store in bulk and remembered for the batch. Its writes go
+to the structure (so the batch reads its own writes) and to a ``GraphChange``, which
+leaving the block applies in one bulk statement per kind before the commit.
+
+A batch therefore costs a handful of store calls whatever its size: the transaction
+with its generation check, reads of the texts and vectors of nodes that earlier
+batches of this process did not touch, and the write. The search for a new chunk's
+neighbours is exact, over the chunk vectors the structure holds.
+Every call is timed into the ``StoreMeter`` (the batch's clock).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+
+from cam_engine.store.base import DocumentRecord, GraphStore
+from cam_engine.store.change import GraphChange
+from cam_engine.store.structure import GraphStructure, NodeInfo, text_key
+from cam_engine.types import Edge, Node, Replica
+
+T = TypeVar("T")
+
+
+class StoreMeter(Protocol):
+    """Where the time and count of store calls go (engine.timing.PhaseClock)."""
+
+    now: Callable[[], float]
+
+    def add_store(self, seconds: float) -> None: ...
+
+
+# This many recent nodes are kept (text and vector) between batches: a batch reads
+# mostly the chunks and summaries the batches just before it wrote.
+RECENT_NODES = 20_000
+
+
+class BatchWriter:
+    """Opens batches on one store and keeps the memory's structure between them, with
+    the nodes most recently written or read."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self._structure: GraphStructure | None = None
+        self._recent: OrderedDict[str, Node] = OrderedDict()  # least recent first
+
+    @property
+    def structure(self) -> GraphStructure | None:
+        """The structure held between batches: None before the first batch, and after
+        a batch failed (the next one reads it again)."""
+        return self._structure
+
+    def forget(self) -> None:
+        """Drop what is held in memory (it is read again by the next batch)."""
+        self._structure = None
+        self._recent.clear()
+
+    @contextmanager
+    def batch(self, meter: StoreMeter) -> Iterator[BatchStore]:
+        """A batch in one transaction: everything it wrote lands at once, or nothing.
+
+        The structure is read again when the memory's generation is not the one it was
+        read at (another process wrote), and dropped when the batch fails.
+        """
+        store = self.store
+        structure, self._structure = self._structure, None  # held again only on commit
+        start = meter.now()
+        with store.transaction():
+            generation = store.lock_generation()
+            if structure is None or structure.generation != generation:
+                self.forget()
+                structure = GraphStructure.from_rows(store.read_structure())
+                structure.generation = generation
+            meter.add_store(meter.now() - start)
+            batch = BatchStore(store, structure, meter, self._recent)
+            yield batch
+            batch.flush()
+            start = meter.now()  # leaving the block commits: that is store time
+        meter.add_store(meter.now() - start)
+        self._structure = structure
+        self._remember(batch)
+
+    def _remember(self, batch: BatchStore) -> None:
+        recent = self._recent
+        for node_id in batch.deleted:
+            recent.pop(node_id, None)
+        for node in batch.nodes_seen():
+            recent[node.id] = node
+            recent.move_to_end(node.id)
+        while len(recent) > RECENT_NODES:
+            recent.popitem(last=False)
+
+
+class BatchStore:
+    """The builder's store for one batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        structure: GraphStructure,
+        meter: StoreMeter,
+        recent: Mapping[str, Node] | None = None,
+    ) -> None:
+        self._store = store
+        self._s = structure
+        self._meter = meter
+        self._recent = recent or {}  # earlier batches' nodes (BatchWriter)
+        self._change = GraphChange(structure.generation)
+        self._read: dict[str, Node] = {}  # nodes read or written this batch (text, vector)
+        self.deleted: set[str] = set()  # nodes this batch deleted
+
+    def nodes_seen(self) -> list[Node]:
+        """The nodes this batch read or wrote, as they are now."""
+        return list(self._read.values())
+
+    @property
+    def memory(self) -> str:
+        return self._store.memory
+
+    @property
+    def location(self) -> str:
+        return self._store.location
+
+    def _call(self, read: Callable[[], T]) -> T:
+        start = self._meter.now()
+        try:
+            return read()
+        finally:
+            self._meter.add_store(self._meter.now() - start)
+
+    def flush(self) -> None:
+        """Write the batch's change (inside the batch's transaction)."""
+        if self._change:
+            self._change.counters["generation"] = self._s.generation + 1
+            change = self._change
+            self._call(lambda: self._store.apply(change))
+            self._s.generation += 1
+            self._change = GraphChange(self._s.generation)
+
+    # --- memory-wide state ---------------------------------------------------------------
+    def load_settings(self) -> dict[str, Any] | None:
+        return self._s.settings
+
+    def save_settings(self, settings: Mapping[str, Any]) -> None:
+        self._s.settings = self._change.settings = dict(settings)
+
+    def allocate_labels(self, level: int, count: int) -> list[str]:
+        name = f"label:{level}"
+        start = self._s.counters.get(name, 0)
+        self._s.counters[name] = self._change.counters[name] = start + count
+        return [f"{level}.{n}" for n in range(start, start + count)]
+
+    def clear(self, keep_chunks: bool) -> None:
+        """Drop every level above the chunks (a rebuild); a batch never drops chunks."""
+        if not keep_chunks:
+            raise ValueError("a batch keeps its memory's chunks: delete the memory instead")
+        self._s.clear_derived()
+        kept = self._change
+        self._change = GraphChange(kept.generation, True, kept.settings, {}, kept.documents)
+        self._read = {i: n for i, n in self._read.items() if n.level == 0}
+
+    # --- documents ---------------------------------------------------------------------------
+    def get_document(self, doc_id: str) -> DocumentRecord | None:
+        return self._s.documents.get(doc_id)
+
+    def upsert_document(self, document: DocumentRecord) -> None:
+        self._s.documents[document.id] = self._change.documents[document.id] = document
+
+    def documents(self) -> list[DocumentRecord]:
+        return [self._s.documents[i] for i in sorted(self._s.documents)]
+
+    # --- nodes -------------------------------------------------------------------------------
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        return {i for i in ids if i in self._s.nodes}
+
+    def count_nodes(self, level: int) -> int:
+        return len(self._s.by_level.get(level, ()))
+
+    def levels(self) -> list[int]:
+        return sorted(level for level, ids in self._s.by_level.items() if ids)
+
+    def infos_at_level(self, level: int) -> list[NodeInfo]:
+        """A level's nodes without text or vector (no store call)."""
+        return [self._s.nodes[i] for i in sorted(self._s.by_level.get(level, ()))]
+
+    def text_keys(self, ids: Iterable[str]) -> dict[str, bytes]:
+        """A key of each node's text (``structure.text_key``; no store call)."""
+        return {i: self._s.nodes[i].text_key for i in ids if i in self._s.nodes}
+
+    def nodes_with_text(self, text: str) -> set[str]:
+        """Nodes whose text is ``text`` (whitespace aside)."""
+        return set(self._s.by_text.get(text_key(text), ()))
+
+    def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
+        wanted = [i for i in dict.fromkeys(ids) if i in self._s.nodes]
+        for i in wanted:
+            if i not in self._read and i in self._recent:
+                recent = self._recent[i]
+                if recent.embedding is not None or not embeddings:
+                    self._read[i] = recent
+        missing = [
+            i
+            for i in wanted
+            if i not in self._read or (embeddings and self._read[i].embedding is None)
+        ]
+        if missing:
+            found = self._call(lambda: self._store.get_nodes(missing, embeddings=embeddings))
+            self._read.update(found)
+        return {i: self._read[i] for i in wanted if i in self._read}
+
+    def nodes_at_level(self, level: int, *, embeddings: bool = False) -> list[Node]:
+        nodes = self.get_nodes((n.id for n in self.infos_at_level(level)), embeddings=embeddings)
+        return sorted(nodes.values(), key=_reading_order)
+
+    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
+        parents = self._s.parents
+        roots = [i for i in self._s.nodes if not parents.get(i)]
+        nodes = self.get_nodes(roots, embeddings=embeddings)
+        return sorted(nodes.values(), key=lambda n: (n.level, *_reading_order(n)))
+
+    def chunk_ids_near(self, doc_id: str, positions: Iterable[int]) -> set[str]:
+        """The chunks of a document at these positions (no store call)."""
+        at = self._s.chunk_at
+        return {at[(doc_id, p)] for p in positions if (doc_id, p) in at}
+
+    def infos_at_positions(self, doc_id: str, positions: Iterable[int]) -> list[NodeInfo]:
+        """The chunks of a document at these positions, without text (no store call)."""
+        return [self._s.nodes[i] for i in sorted(self.chunk_ids_near(doc_id, positions))]
+
+    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
+        ids = self.chunk_ids_near(doc_id, positions)
+        return list(self.get_nodes(ids, embeddings=True).values())
+
+    def nearest(self, level: int, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """The top ``k`` chunks (level 0) by cosine, as this batch has left them: an
+        exact search over the structure's chunk vectors, no store call."""
+        if level != 0:
+            raise ValueError("a batch searches chunks (level 0) only")
+        queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        return self._s.chunk_vectors.top_k(queries, k)
+
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        for n in nodes:
+            self._s.put_node(NodeInfo.of(n))
+            if n.level == 0 and n.embedding is not None:
+                self._s.chunk_vectors.put(n.id, n.embedding)
+            self._change.nodes[n.id] = n
+            self._read[n.id] = n
+
+    def delete_nodes(self, ids: Iterable[str]) -> None:
+        gone = set(ids)
+        for node_id in gone:
+            self._s.remove_node(node_id)
+            self._read.pop(node_id, None)
+        self._change.delete_nodes(gone)
+        self.deleted |= gone
+
+    # --- edges -------------------------------------------------------------------------------
+    def neighbours(self, ids: Iterable[str]) -> dict[str, Mapping[str, float]]:
+        """Each node's neighbours with the edge weights: read-only views (no copies)."""
+        adjacency = self._s.adjacency
+        empty: dict[str, float] = {}
+        return {i: adjacency.get(i, empty) for i in ids}
+
+    def edges_of(self, ids: Iterable[str]) -> list[Edge]:
+        edges: dict[tuple[str, str], Edge] = {}
+        for i in ids:
+            level = self._s.nodes[i].level if i in self._s.nodes else 0
+            for other, score in self._s.adjacency.get(i, {}).items():
+                edge = Edge.make(i, other, level, score)
+                edges[edge.key] = edge
+        return [edges[key] for key in sorted(edges)]
+
+    def upsert_edges(self, edges: Sequence[Edge]) -> None:
+        for e in edges:
+            self._s.put_edge(e.src, e.dst, e.score)
+        self._change.upsert_edges(edges)
+
+    def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
+        pairs = list(keys)
+        for a, b in pairs:
+            self._s.remove_edge(a, b)
+        self._change.delete_edges(pairs)
+
+    # --- replicas and clusters -----------------------------------------------------------------
+    def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]:
+        result: dict[str, list[Replica]] = {}
+        for node_id in dict.fromkeys(node_ids):
+            held = self._s.of_node.get(node_id)
+            if held:
+                result[node_id] = [self._s.replicas[i] for i in sorted(held)]
+        return result
+
+    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
+        return {i: self._s.replicas[i] for i in ids if i in self._s.replicas}
+
+    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
+        by_label = self._s.by_label
+        ids = {i for label in set(labels) for i in by_label.get(label, ())}
+        return [self._s.replicas[i] for i in sorted(ids)]
+
+    def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
+        for r in replicas:
+            self._s.put_replica(r)
+        self._change.upsert_replicas(replicas)
+
+    def delete_replicas(self, ids: Iterable[str]) -> None:
+        gone = list(ids)
+        for replica_id in gone:
+            self._s.remove_replica(replica_id)
+        self._change.delete_replicas(gone)
+
+    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
+        by_label = self._s.by_label
+        return {label: len(by_label[label]) for label in set(labels) if by_label.get(label)}
+
+    def labels_at_level(self, level: int) -> list[str]:
+        return sorted(self._s.labels_by_level.get(level, ()))
+
+    def count_labels(self, level: int) -> int:
+        return len(self._s.labels_by_level.get(level, ()))
+
+    def replica_holders(self) -> Mapping[tuple[str, str], str]:
+        """(node, member) -> the replica of node whose component holds member: the far
+        ends of replica-graph edges. A read-only view, current as the batch writes."""
+        return self._s.holder
+
+    # --- hierarchy -------------------------------------------------------------------------------
+    def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
+        members = self._s.members
+        return {i: set(members[i]) for i in summary_ids if members.get(i)}
+
+    def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
+        parents = self._s.parents
+        return {i: set(parents[i]) for i in node_ids if parents.get(i)}
+
+    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
+        for summary, ms in members.items():
+            kept = set(ms)
+            self._s.set_members(summary, kept)
+            self._change.members[summary] = (level, kept)
+
+
+def _reading_order(node: Node) -> tuple[Any, ...]:
+    """Documents by id, then position (nodes without either first, as SQL sorts NULL)."""
+    return (
+        node.doc_id is not None,
+        node.doc_id or "",
+        node.position is not None,
+        node.position or 0.0,
+        node.id,
+    )

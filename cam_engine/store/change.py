@@ -1,0 +1,134 @@
+"""One batch's writes, collected while the batch is built and applied at its end.
+
+The builder never writes to the store while it works: ``BatchStore`` records every
+write here (and in the in-memory structure, so the batch reads its own writes). At the
+end of the batch, ``apply_change`` writes it in one transaction with one bulk
+statement per kind, in an order that leaves the same graph as the writes made one by
+one would have: deletions first (a node takes its edges, replicas and membership links
+with it), then upserts, then memberships and counters.
+
+The same transaction raises the memory's generation counter, which tells a process
+holding the structure in memory (``store.structure``) that another has written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cam_engine.store.base import DocumentRecord
+from cam_engine.types import Edge, Node, Replica
+
+if TYPE_CHECKING:
+    from cam_engine.store.base import BuilderStore
+
+EdgeKey = tuple[str, str]
+
+
+@dataclass
+class GraphChange:
+    generation: int  # the memory's generation the batch was built on
+    clear_derived: bool = False  # a rebuild: drop every level above the chunks first
+    settings: dict[str, Any] | None = None
+    counters: dict[str, int] = field(default_factory=dict)  # new values
+    documents: dict[str, DocumentRecord] = field(default_factory=dict)
+    deleted_nodes: set[str] = field(default_factory=set)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    deleted_edges: set[EdgeKey] = field(default_factory=set)
+    edges: dict[EdgeKey, Edge] = field(default_factory=dict)
+    deleted_replicas: set[str] = field(default_factory=set)
+    replicas: dict[str, Replica] = field(default_factory=dict)
+    members: dict[str, tuple[int, set[str]]] = field(default_factory=dict)  # summary ->
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.clear_derived
+            or self.settings is not None
+            or self.counters
+            or self.documents
+            or self.deleted_nodes
+            or self.nodes
+            or self.deleted_edges
+            or self.edges
+            or self.deleted_replicas
+            or self.replicas
+            or self.members
+        )
+
+    # --- recording (BatchStore) ------------------------------------------------------------
+    def delete_nodes(self, ids: Iterable[str]) -> None:
+        """Record deletions; writes already recorded that the deletion undoes are dropped
+        (they would otherwise be applied after it and point at a deleted node)."""
+        gone = set(ids)
+        self.deleted_nodes |= gone
+        for node_id in gone:
+            self.nodes.pop(node_id, None)
+            self.members.pop(node_id, None)
+        self.edges = {k: e for k, e in self.edges.items() if not (gone & set(k))}
+        self.deleted_edges = {k for k in self.deleted_edges if not (gone & set(k))}
+        self.replicas = {i: r for i, r in self.replicas.items() if r.node_id not in gone}
+        for summary, (level, ms) in list(self.members.items()):
+            if ms & gone:
+                self.members[summary] = (level, ms - gone)
+
+    def upsert_edges(self, edges: Iterable[Edge]) -> None:
+        for e in edges:
+            self.deleted_edges.discard(e.key)
+            self.edges[e.key] = e
+
+    def delete_edges(self, keys: Iterable[EdgeKey]) -> None:
+        for a, b in keys:
+            key = (a, b) if a < b else (b, a)
+            self.edges.pop(key, None)
+            self.deleted_edges.add(key)
+
+    def upsert_replicas(self, replicas: Iterable[Replica]) -> None:
+        for r in replicas:
+            self.deleted_replicas.discard(r.id)
+            self.replicas[r.id] = r
+
+    def delete_replicas(self, ids: Iterable[str]) -> None:
+        for replica_id in ids:
+            self.replicas.pop(replica_id, None)
+            self.deleted_replicas.add(replica_id)
+
+    def summary(self) -> dict[str, int]:
+        """How many rows of each kind the change writes (for logs and benchmarks)."""
+        return {
+            "nodes": len(self.nodes),
+            "deleted_nodes": len(self.deleted_nodes),
+            "edges": len(self.edges),
+            "deleted_edges": len(self.deleted_edges),
+            "replicas": len(self.replicas),
+            "deleted_replicas": len(self.deleted_replicas),
+            "members": len(self.members),
+        }
+
+
+def apply_change(store: BuilderStore, change: GraphChange) -> None:
+    """Write ``change`` with the store's bulk verbs, in an order that leaves the graph
+    its writes made one by one would have (see the module docstring). Call it inside
+    the batch's transaction; each store's ``apply`` does."""
+    if change.clear_derived:
+        store.clear(keep_chunks=True)
+    if change.deleted_nodes:
+        store.delete_nodes(sorted(change.deleted_nodes))
+    if change.deleted_edges:
+        store.delete_edges(sorted(change.deleted_edges))
+    if change.deleted_replicas:
+        store.delete_replicas(sorted(change.deleted_replicas))
+    if change.nodes:
+        store.upsert_nodes(list(change.nodes.values()))
+    if change.edges:
+        store.upsert_edges([change.edges[key] for key in sorted(change.edges)])
+    if change.replicas:
+        store.upsert_replicas([change.replicas[i] for i in sorted(change.replicas)])
+    if change.members:
+        store.replace_members(change.members)
+    for doc_id in sorted(change.documents):
+        store.upsert_document(change.documents[doc_id])
+    if change.settings is not None:
+        store.save_settings(change.settings)
+    if change.counters:
+        store.set_counters(change.counters)

@@ -1,0 +1,226 @@
+"""The structure of one memory, held in memory between batches: the graph without its
+texts, and the chunks' vectors.
+
+Memory development reads the same structure over and over while a batch climbs the
+hierarchy: ego-networks to re-split, the replica graph that label propagation walks,
+the clusters it splits and summarizes, the roots the covering level groups. Asked of
+the store one neighbourhood at a time, that was about 280 store calls per batch
+(each a network round trip on Neo4j). ``GraphStructure`` is read once, in a handful
+of bulk reads (``GraphStore.read_structure``), and then kept up to date with the
+batches' own changes; every structural read of a batch is answered from it.
+
+It is valid for one ``generation`` of the memory, a counter each committed batch
+raises (``store.change``): when another process has written since it was read, the
+generations differ and it is read again.
+
+What it costs: per node a few small records (no text: a 16-byte key of it, which the
+check for repeated summary texts needs), per edge a dict entry, per replica a record
+in a few indexes, and per chunk its vector (1.5 KB with MiniLM). For a memory of a
+million chunks that is a few gigabytes; a memory that large would want the chunk
+vectors in an approximate index instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cam_engine.store.base import DocumentRecord
+from cam_engine.store.vectors import VectorMatrix
+from cam_engine.types import CHUNK, Node, Replica
+
+GENERATION = "generation"  # the counter each committed batch raises
+
+
+def text_key(text: str) -> bytes:
+    """What two texts are compared by for repeats: whitespace does not count."""
+    return hashlib.blake2b(" ".join(text.split()).encode(), digest_size=16).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A node without its text and vector."""
+
+    id: str
+    level: int
+    kind: str
+    doc_id: str | None
+    position: float | None
+    props: dict[str, Any]
+    text_key: bytes
+
+    @staticmethod
+    def of(node: Node) -> NodeInfo:
+        return NodeInfo(
+            node.id,
+            node.level,
+            node.kind,
+            node.doc_id,
+            node.position,
+            dict(node.props),
+            text_key(node.text),
+        )
+
+
+@dataclass
+class StructureRows:
+    """What a store reads to build a ``GraphStructure`` (``read_structure``)."""
+
+    nodes: list[Node]  # text included, vectors not
+    edges: list[tuple[str, str, float]]
+    replicas: list[Replica]
+    members: list[tuple[str, str]]  # (summary id, member id)
+    counters: dict[str, int]
+    documents: list[DocumentRecord]
+    settings: dict[str, Any] | None
+    chunk_vectors: dict[str, np.ndarray]  # level 0
+
+
+@dataclass
+class GraphStructure:
+    generation: int = 0
+    settings: dict[str, Any] | None = None
+    counters: dict[str, int] = field(default_factory=dict)
+    documents: dict[str, DocumentRecord] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    by_level: dict[int, set[str]] = field(default_factory=dict)
+    chunk_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (doc, position)
+    by_text: dict[bytes, set[str]] = field(default_factory=dict)
+    adjacency: dict[str, dict[str, float]] = field(default_factory=dict)
+    replicas: dict[str, Replica] = field(default_factory=dict)
+    of_node: dict[str, set[str]] = field(default_factory=dict)  # node id -> replica ids
+    by_label: dict[str, set[str]] = field(default_factory=dict)  # label -> replica ids
+    # (node, member) -> the replica of node whose component holds member: the far end
+    # of a replica-graph edge (graph.ego_split.replica_edges).
+    holder: dict[tuple[str, str], str] = field(default_factory=dict)
+    labels_by_level: dict[int, set[str]] = field(default_factory=dict)
+    members: dict[str, set[str]] = field(default_factory=dict)  # summary -> member ids
+    parents: dict[str, set[str]] = field(default_factory=dict)  # node -> summary ids
+    # The chunks' vectors: a new batch's neighbours are searched here, exactly, with
+    # no round trip (a Neo4j vector-index query per batch cost more than the batch).
+    chunk_vectors: VectorMatrix = field(default_factory=lambda: VectorMatrix({}))
+
+    @classmethod
+    def from_rows(cls, rows: StructureRows) -> GraphStructure:
+        s = cls(
+            generation=rows.counters.get(GENERATION, 0),
+            settings=rows.settings,
+            counters={k: v for k, v in rows.counters.items() if k != GENERATION},
+            documents={d.id: d for d in rows.documents},
+            chunk_vectors=VectorMatrix(rows.chunk_vectors),
+        )
+        for node in rows.nodes:
+            s.put_node(NodeInfo.of(node))
+        for a, b, score in rows.edges:
+            s.put_edge(a, b, score)
+        for r in rows.replicas:
+            s.put_replica(r)
+        grouped: dict[str, set[str]] = {}
+        for summary, member in rows.members:
+            grouped.setdefault(summary, set()).add(member)
+        for summary, ms in grouped.items():
+            s.set_members(summary, ms)
+        return s
+
+    # --- nodes ---------------------------------------------------------------------------
+    def put_node(self, info: NodeInfo) -> None:
+        old = self.nodes.get(info.id)
+        if old is not None:
+            self._unindex(old)
+        self.nodes[info.id] = info
+        self.by_level.setdefault(info.level, set()).add(info.id)
+        self.by_text.setdefault(info.text_key, set()).add(info.id)
+        if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
+            self.chunk_at[(info.doc_id, int(info.position))] = info.id
+
+    def _unindex(self, info: NodeInfo) -> None:
+        self.by_level.get(info.level, set()).discard(info.id)
+        same = self.by_text.get(info.text_key)
+        if same is not None:
+            same.discard(info.id)
+            if not same:
+                del self.by_text[info.text_key]
+        if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
+            self.chunk_at.pop((info.doc_id, int(info.position)), None)
+
+    def remove_node(self, node_id: str) -> None:
+        """A node with its edges, replicas and membership links (as the stores delete)."""
+        info = self.nodes.pop(node_id, None)
+        if info is not None:
+            self._unindex(info)
+        self.chunk_vectors.drop(node_id)
+        for other in self.adjacency.pop(node_id, {}):
+            self.adjacency.get(other, {}).pop(node_id, None)
+        for replica_id in list(self.of_node.get(node_id, ())):
+            self.remove_replica(replica_id)
+        self.of_node.pop(node_id, None)
+        self.set_members(node_id, set())
+        for summary in self.parents.pop(node_id, set()):
+            members = self.members.get(summary)
+            if members is not None:
+                members.discard(node_id)
+                if not members:
+                    del self.members[summary]
+
+    # --- edges ---------------------------------------------------------------------------
+    def put_edge(self, a: str, b: str, score: float) -> None:
+        self.adjacency.setdefault(a, {})[b] = score
+        self.adjacency.setdefault(b, {})[a] = score
+
+    def remove_edge(self, a: str, b: str) -> None:
+        self.adjacency.get(a, {}).pop(b, None)
+        self.adjacency.get(b, {}).pop(a, None)
+
+    # --- replicas ------------------------------------------------------------------------
+    def put_replica(self, replica: Replica) -> None:
+        self.remove_replica(replica.id)
+        self.replicas[replica.id] = replica
+        self.of_node.setdefault(replica.node_id, set()).add(replica.id)
+        self.by_label.setdefault(replica.label, set()).add(replica.id)
+        self.labels_by_level.setdefault(replica.level, set()).add(replica.label)
+        for member in replica.members:
+            self.holder[(replica.node_id, member)] = replica.id
+
+    def remove_replica(self, replica_id: str) -> None:
+        old = self.replicas.pop(replica_id, None)
+        if old is None:
+            return
+        self.of_node.get(old.node_id, set()).discard(replica_id)
+        for member in old.members:
+            if self.holder.get((old.node_id, member)) == replica_id:
+                del self.holder[(old.node_id, member)]
+        holders = self.by_label.get(old.label)
+        if holders is not None:
+            holders.discard(replica_id)
+            if not holders:
+                del self.by_label[old.label]
+                self.labels_by_level.get(old.level, set()).discard(old.label)
+
+    # --- hierarchy -----------------------------------------------------------------------
+    def set_members(self, summary: str, members: Iterable[str]) -> None:
+        new = set(members)
+        for old in self.members.pop(summary, set()) - new:
+            self.parents.get(old, set()).discard(summary)
+        if new:
+            self.members[summary] = new
+            for member in new:
+                self.parents.setdefault(member, set()).add(summary)
+
+    # --- memory-wide ---------------------------------------------------------------------
+    def clear_derived(self) -> None:
+        """Keep the chunks and documents only (a rebuild starts from them)."""
+        for node_id in [i for i, n in self.nodes.items() if n.level > 0]:
+            self.remove_node(node_id)
+        self.adjacency.clear()
+        self.replicas.clear()
+        self.of_node.clear()
+        self.by_label.clear()
+        self.holder.clear()
+        self.labels_by_level.clear()
+        self.members.clear()
+        self.parents.clear()
+        self.counters.clear()
