@@ -156,16 +156,23 @@ class SummaryWriter:
             return
         level = max(n.level for n in roots)
         while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
-            vectors = np.stack([_embedding(n) for n in roots])
+            level += 1
+            # The groups of this level before the batch, on the roots still here.
+            index = {n.id: i for i, n in enumerate(roots)}
+            before = sorted(
+                sorted(index[m] for m in members if m in index)
+                for (at, members) in old
+                if at == level
+            )
             groups = group_roots(
-                vectors,
+                np.stack([_embedding(n) for n in roots]),
                 [n.doc_id for n in roots],
                 [n.position for n in roots],
                 groups=max(TOP_SIZE, math.ceil(len(roots) / s.max_cluster_size)),
                 max_size=s.max_cluster_size,
                 alpha=s.alpha,
+                start=[g for g in before if g],
             )
-            level += 1
             roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
         report.top_nodes = len(roots)
 

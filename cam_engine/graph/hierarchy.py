@@ -70,11 +70,19 @@ def group_roots(
     groups: int,
     max_size: int,
     alpha: float,
+    start: Sequence[Sequence[int]] = (),
 ) -> list[list[int]]:
     """Partition root indexes into about ``groups`` groups of 2..``max_size`` members.
 
     Agglomerative, deterministic: each round merges the mutually most similar pairs of
-    groups (best first) whose union fits ``max_size``, until ``groups`` remain. The
+    groups (best first) whose union fits ``max_size``, until ``groups`` remain.
+
+    ``start``: groups to begin from instead of single roots (the previous batch's, less
+    the roots gone since), so that a batch places its new roots and leaves the rest of
+    the top as it was: a regrouping from scratch moved roots between many groups each
+    batch, and every group that changed is summarized again (an LLM call each). When
+    they cannot reach ``groups`` within ``max_size``, the grouping starts over from
+    single roots. The
     score of two groups is ``alpha * cosine(centroids) + (1 - alpha) * proximity``,
     proximity being ``exp(-d^2 / 2)`` for the smallest distance ``d`` between their
     members in the reading order of one document's roots (0 across documents):
@@ -97,6 +105,11 @@ def group_roots(
     members = [[i] for i in range(n)]
     score = alpha * (_unit(sums) @ _unit(sums).T) + (1 - alpha) * prox
     count = n
+    for group in start:
+        first, *rest = group
+        for other in rest:
+            _merge(first, other, members, sums, sizes, alive, prox, score, alpha)
+            count -= 1
     while count > max(groups, 1):
         ok = alive[:, None] & alive[None, :] & (sizes[:, None] + sizes[None, :] <= max_size)
         np.fill_diagonal(ok, False)
@@ -114,6 +127,8 @@ def group_roots(
                 break
             _merge(i, j, members, sums, sizes, alive, prox, score, alpha)
             count -= 1
+    if start and count > max(groups, 1):
+        return group_roots(vectors, docs, positions, groups=groups, max_size=max_size, alpha=alpha)
     for i in range(n):
         if alive[i] and sizes[i] == 1 and count > 1:
             others = np.where(alive & (np.arange(n) != i))[0]

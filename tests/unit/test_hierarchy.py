@@ -114,3 +114,49 @@ def test_groups_partition_the_roots_with_two_or_more_members(
         assert len(groups) <= max(target, 1)
     again = group_roots(vectors, docs, positions, groups=target, max_size=cap, alpha=0.7)
     assert again == groups, "deterministic"
+
+
+def test_a_new_root_is_placed_and_the_groups_before_it_stay() -> None:
+    # Roots 0-5 were grouped in pairs before (not as a regrouping would now); root 6 is
+    # new and close to roots 0, 2 and 4.
+    vectors = _unit([[1, 0.1], [0, 1], [1, 0], [0.1, 1], [1, 0.05], [0.05, 1], [1, 0.2]])
+    docs = ["a", "b", "c", "d", "e", "f", "g"]
+    before = [[0, 1], [2, 3], [4, 5]]
+    kept = group_roots(vectors, docs, [0.0] * 7, groups=3, max_size=3, alpha=0.7, start=before)
+    fresh = group_roots(vectors, docs, [0.0] * 7, groups=3, max_size=3, alpha=0.7)
+    assert fresh != kept
+    unchanged = [g for g in kept if 6 not in g]
+    assert len(unchanged) == 2 and all(g in before for g in unchanged)
+    (grown,) = [g for g in kept if 6 in g]
+    assert sorted(set(grown) - {6}) in before
+    assert sorted(i for g in kept for i in g) == list(range(7))
+
+
+def test_starting_groups_that_cannot_reach_the_target_are_regrouped_from_scratch() -> None:
+    vectors = _unit([[1, 0.1], [0, 1], [1, 0], [0.1, 1], [1, 0.05], [0.05, 1]])
+    docs = ["a", "b", "c", "d", "e", "f"]
+    # Three pairs cannot merge into two groups under a cap of 3 (two pairs make four).
+    pairs = [[0, 1], [2, 3], [4, 5]]
+    fresh = group_roots(vectors, docs, [0.0] * 6, groups=2, max_size=3, alpha=0.7)
+    assert fresh == [[0, 2, 4], [1, 3, 5]]
+    assert (
+        group_roots(vectors, docs, [0.0] * 6, groups=2, max_size=3, alpha=0.7, start=pairs) == fresh
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(4, 40), cap=st.integers(2, 6), seed=st.integers(0, 1000))
+def test_regrouping_from_the_last_groups_keeps_a_partition(n: int, cap: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng.normal(size=(n, 4)).tolist())
+    docs = [f"d{i % 3}" for i in range(n)]
+    positions = [float(i) for i in range(n)]
+    target = max(1, n // cap)
+    first = group_roots(
+        vectors[:-2], docs[:-2], positions[:-2], groups=target, max_size=cap, alpha=0.7
+    )
+    groups = group_roots(
+        vectors, docs, positions, groups=target, max_size=cap, alpha=0.7, start=first
+    )
+    assert sorted(i for g in groups for i in g) == list(range(n))
+    assert all(len(g) >= 2 for g in groups)
