@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cam_engine import formats
 from cam_engine.errors import InputError
 
 STDIN = "-"
@@ -64,12 +65,48 @@ def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[S
             yield InputError(f"{raw}: no such file or folder", raw)
 
 
+def read_document(path: Path) -> tuple[str, str]:
+    """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
+    which), without a Project Gutenberg header and licence; InputError naming the file
+    otherwise.
+
+    The hash is of the file's bytes, not of the text taken out of them: a file keeps its
+    hash whatever the extraction does, so re-ingesting it is still recognized (its
+    chunks, not its hash, then say whether the text changed), and a text file keeps the
+    hash memories recorded before there were other formats.
+    """
+    data = _read_bytes(path)
+    kind = formats.detect(path, data)
+    if kind == "pdf":
+        text = formats.pdf_text(path, data)
+    elif kind == "epub":
+        text = formats.epub_text(path, data)
+    elif kind == "html":
+        text = formats.html_text(data)
+        if not text:
+            raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
+    else:
+        text = _decode(path, data)
+    text = formats.strip_gutenberg(text)
+    if not text.strip():
+        raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
+    return text, hashlib.sha256(data).hexdigest()
+
+
 def read_text(path: Path) -> tuple[str, str]:
-    """(text, sha256) of a UTF-8 text file; InputError naming the file otherwise."""
+    """(text, sha256) of a UTF-8 text file, as it is; InputError naming the file otherwise."""
+    data = _read_bytes(path)
+    return _decode(path, data), hashlib.sha256(data).hexdigest()
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def _decode(path: Path, data: bytes) -> str:
     if b"\x00" in data[:_SNIFF_BYTES]:
         raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -82,4 +119,4 @@ def read_text(path: Path) -> tuple[str, str]:
         ) from exc
     if not text.strip():
         raise InputError(f"{path}: file is empty")
-    return text, hashlib.sha256(data).hexdigest()
+    return text

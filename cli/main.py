@@ -32,6 +32,10 @@ def cli(verbose: bool) -> None:
         level=logging.INFO if verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if not verbose:
+        # pypdf warns of each repair it makes to a slightly malformed PDF (most real ones);
+        # a PDF it cannot read still gets its one-line error.
+        logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 cli.add_command(ingest)

@@ -26,7 +26,7 @@ from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError
 from cam_engine.llm import Summarizer
-from cam_engine.sources import Source, expand_paths, read_text
+from cam_engine.sources import Source, expand_paths, read_document
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.types import CHUNK, Chunk, Node
@@ -155,7 +155,7 @@ class IngestPipeline:
             chunks = chunk_stream(source.doc_id, lines, budget)
             self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
             return
-        text, sha = read_text(source.path)
+        text, sha = read_document(source.path)
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 not in (None, sha):
             raise InputError(

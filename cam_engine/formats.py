@@ -1,0 +1,236 @@
+"""Document formats: which one a file is, and its text as paragraphs separated by blank
+lines (the unit the chunker packs).
+
+Text and Markdown are read as they are; PDF through pypdf; HTML through BeautifulSoup,
+keeping the text a reader sees; EPUB as its XHTML documents in reading order through
+the same HTML code. A file that cannot be read raises ``InputError`` with one line
+naming the file and the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import zipfile
+from pathlib import Path
+from typing import Literal
+from urllib.parse import unquote
+from xml.etree import ElementTree
+
+import pypdf
+from bs4 import BeautifulSoup, Tag
+
+from cam_engine.errors import InputError
+
+Format = Literal["text", "pdf", "epub", "html"]
+
+EXTENSIONS: dict[str, Format] = {
+    ".txt": "text",
+    ".md": "text",
+    ".markdown": "text",
+    ".pdf": "pdf",
+    ".epub": "epub",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+}
+
+_ZIP = b"PK\x03\x04"
+# The EPUB container spec puts an uncompressed "mimetype" entry first, so its name and
+# content sit at fixed offsets behind the zip's 30-byte local header.
+_EPUB_MIMETYPE = b"mimetypeapplication/epub+zip"
+_HTML_START = re.compile(
+    rb"\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html)\b", re.I | re.S
+)
+
+
+def detect(path: Path, data: bytes) -> Format:
+    """The format of a file, from its first bytes and its extension.
+
+    A PDF or EPUB signature in the content wins over the name (``notes.txt`` that is a
+    PDF is read as one: as text it could only fail as binary). A ``.pdf`` or ``.epub``
+    name without that signature is refused by its reader, naming the file. Otherwise
+    the extension decides: ``.txt`` and ``.md`` stay text even when they hold markup.
+    A file with another or no extension is HTML when it starts like an HTML page,
+    text otherwise.
+    """
+    if data.startswith(b"%PDF-"):
+        return "pdf"
+    if data.startswith(_ZIP) and data[30:58] == _EPUB_MIMETYPE:
+        return "epub"
+    by_name = EXTENSIONS.get(path.suffix.lower())
+    if by_name is not None:
+        return by_name
+    if data.startswith(_ZIP):
+        raise InputError(f"{path}: a zip archive, not an EPUB (no application/epub+zip)")
+    return "html" if _HTML_START.match(data[:4096]) else "text"
+
+
+# --- PDF ----------------------------------------------------------------------------------
+
+
+def pdf_text(path: Path, data: bytes) -> str:
+    """Each page's text, pages separated by blank lines."""
+    if not data.startswith(b"%PDF-"):
+        raise InputError(f"{path}: not a PDF (no %PDF- header)")
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        # An owner password alone (printing or copying restricted) leaves the empty user
+        # password, which every viewer tries: so do we.
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise InputError(f"{path}: the PDF is encrypted (it needs a password)")
+        pages = [page.extract_text() for page in reader.pages]
+    except InputError:
+        raise
+    except Exception as exc:  # pypdf raises many kinds on malformed files
+        raise InputError(f"{path}: cannot read the PDF ({_one_line(exc)})") from exc
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        count = f"{len(pages)} page{'' if len(pages) == 1 else 's'}"
+        raise InputError(f"{path}: no text in the PDF ({count}: scanned images? run OCR first)")
+    return text
+
+
+# --- HTML ---------------------------------------------------------------------------------
+
+_NOT_TEXT = ("head", "script", "style", "noscript", "template", "nav")
+_PAGE_CHROME = ("aside", "header", "footer")
+_BLOCKS = (
+    *("p", "div", "section", "article", "main", "body", "blockquote", "pre", "address"),
+    *("h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd"),
+    *("table", "tr", "caption", "figure", "figcaption", "hr", "aside", "header", "footer"),
+)
+# Private-use characters as markers: no document text holds them, and (unlike the ASCII
+# separators) they are not white space, so collapsing the source's spaces keeps them.
+_PARAGRAPH, _LINE = "\ue000", "\ue001"
+_SPACES = re.compile(r"\s+")
+
+
+def html_text(markup: bytes, *, page: bool = True) -> str:
+    """The text of an HTML document, one paragraph per block element.
+
+    Scripts, styles and navigation are dropped; on a web ``page`` also asides and the
+    page's own header and footer (those of an article or section hold its title and
+    byline, and stay). An EPUB chapter is not a page: its header is the chapter title.
+    """
+    soup = BeautifulSoup(markup, "html.parser")  # bytes: it reads the declared charset
+    for tag in soup.find_all(_NOT_TEXT):
+        _drop(tag)
+    if page:
+        for tag in soup.find_all(_PAGE_CHROME):
+            if tag.name == "aside" or tag.find_parent(("article", "section")) is None:
+                _drop(tag)
+    for tag in soup.find_all("pre"):
+        for line in tag.find_all(string=True):
+            line.replace_with(line.replace("\n", _LINE))
+    for tag in soup.find_all("br"):
+        tag.replace_with(_LINE)
+    for tag in soup.find_all(("td", "th")):
+        tag.append(" ")  # cells of a row read as one line
+    for tag in soup.find_all(_BLOCKS):
+        tag.insert_before(_PARAGRAPH)
+        tag.append(_PARAGRAPH)
+    text = _SPACES.sub(" ", soup.get_text())  # white space in HTML source is not text
+    paragraphs = (p.replace(_LINE, "\n") for p in text.split(_PARAGRAPH))
+    lines = ("\n".join(filter(None, (s.strip() for s in p.split("\n")))) for p in paragraphs)
+    return "\n\n".join(filter(None, lines))
+
+
+def _drop(tag: object) -> None:
+    if isinstance(tag, Tag) and not tag.decomposed:  # inside one dropped already
+        tag.decompose()
+
+
+# --- EPUB ---------------------------------------------------------------------------------
+# Read with zipfile and ElementTree (whose expat refuses entity expansion bombs) rather
+# than EbookLib: that is AGPL-licensed and brings lxml, and all we need is the OPF
+# spine's reading order and each document's text, which html_text already gives.
+
+_NS = {
+    "c": "urn:oasis:names:tc:opendocument:xmlns:container",
+    "opf": "http://www.idpf.org/2007/opf",
+    "enc": "http://www.w3.org/2001/04/xmlenc#",
+}
+
+
+def epub_text(path: Path, data: bytes) -> str:
+    """The text of an EPUB's documents in spine (reading) order, separated by blank lines."""
+    if not data.startswith(_ZIP):
+        raise InputError(f"{path}: not an EPUB (not a zip archive)")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as book:
+            spine = _spine(book)
+            if _encrypted(book) & set(spine):
+                raise InputError(f"{path}: the EPUB is encrypted (DRM)")
+            texts = [html_text(book.read(name), page=False) for name in spine]
+    except InputError:
+        raise
+    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, ValueError) as exc:
+        raise InputError(f"{path}: broken EPUB ({_one_line(exc)})") from exc
+    text = "\n\n".join(t for t in texts if t)
+    if not text:
+        raise InputError(f"{path}: no text in the EPUB's documents")
+    return text
+
+
+def _spine(book: zipfile.ZipFile) -> list[str]:
+    """Archive names of the documents in reading order, from the package (OPF) file."""
+    container = ElementTree.fromstring(book.read("META-INF/container.xml"))
+    rootfile = container.find(".//c:rootfile", _NS)
+    if rootfile is None or not rootfile.get("full-path"):
+        raise ValueError("container.xml names no package file")
+    opf_path = rootfile.get("full-path", "")
+    package = ElementTree.fromstring(book.read(opf_path))
+    folder = posixpath.dirname(opf_path)
+    manifest = {
+        item.get("id"): posixpath.normpath(posixpath.join(folder, unquote(item.get("href", ""))))
+        for item in package.iterfind("opf:manifest/opf:item", _NS)
+    }
+    spine = [
+        manifest.get(ref.get("idref")) for ref in package.iterfind("opf:spine/opf:itemref", _NS)
+    ]
+    if not spine or None in spine:
+        raise ValueError("the package's spine is empty or names items not in its manifest")
+    return [name for name in spine if name is not None]
+
+
+def _encrypted(book: zipfile.ZipFile) -> set[str]:
+    """Archive names encrypted per META-INF/encryption.xml (fonts often are, harmlessly)."""
+    try:
+        listing = ElementTree.fromstring(book.read("META-INF/encryption.xml"))
+    except KeyError:
+        return set()
+    return {
+        posixpath.normpath(unquote(ref.get("URI", "")))
+        for ref in listing.iterfind(".//enc:CipherReference", _NS)
+    }
+
+
+# --- Project Gutenberg --------------------------------------------------------------------
+
+_GUTENBERG_START = re.compile(
+    r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG E-?(?:BOOK|TEXT)\b.*$", re.I | re.M
+)
+_GUTENBERG_END = re.compile(
+    r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG E-?(?:BOOK|TEXT)\b", re.I | re.M
+)
+
+
+def strip_gutenberg(text: str) -> str:
+    """The book without Project Gutenberg's header (up to its START line) and licence
+    (from its END line on), each cut only where its marker is present: otherwise the
+    title page and licence would be the memory's most central summaries."""
+    start = _GUTENBERG_START.search(text)
+    if start is not None:
+        text = text[start.end() :]
+    end = _GUTENBERG_END.search(text)
+    if end is not None:
+        text = text[: end.start()]
+    return text
+
+
+def _one_line(exc: BaseException) -> str:
+    # str() of a KeyError is the repr of its message, quotes and all
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    return _SPACES.sub(" ", str(message)).strip() or type(exc).__name__

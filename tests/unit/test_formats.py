@@ -1,0 +1,272 @@
+"""Document formats: PDF, EPUB, HTML and Markdown files built in the test, read into text;
+files that cannot be read refused in one line; Project Gutenberg's wrapping cut."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+import pypdf
+import pytest
+from click.testing import CliRunner
+
+from cam_engine.chunking import chunk_document
+from cam_engine.cli.main import cli
+from cam_engine.errors import InputError
+from cam_engine.formats import detect, strip_gutenberg
+from cam_engine.sources import read_document, read_text
+from cam_engine.store.sqlite import SqliteStore
+from tests.conftest import shared_file
+from tests.support.documents import IMAGE_PAGE, epub_bytes, pdf_bytes, text_page, xhtml
+
+PAGE_ONE = ("The first page speaks of whales.", "A second line (in brackets).")
+PAGE_TWO = ("Page two is about ships.",)
+PDF_TEXT = (
+    "The first page speaks of whales.\nA second line (in brackets).\n\nPage two is about ships."
+)
+
+HTML = b"""<!DOCTYPE html>
+<html><head><title>Site title</title><style>p { color: red }</style>
+<script>var tracking = "SCRIPT TEXT";</script></head>
+<body>
+<header><a href="/">Site logo</a> <span>Sign in</span></header>
+<nav><ul><li><a href="/a">Home</a></li><li>About us</li></ul></nav>
+<main><article>
+<header><h1>The   Whale</h1><p>by Herman</p></header>
+<p>Call me Ishmael. Some years
+ago &mdash; never mind how long &amp; precisely.</p>
+<!-- a comment -->
+<p>Line one<br>line two</p>
+<table><tr><td>cell a</td><td>cell b</td></tr></table>
+<ul><li>first item</li><li>second <em>item</em></li></ul>
+</article>
+<aside>Related: other whales</aside></main>
+<footer>Copyright footer</footer>
+<noscript>Enable JS</noscript>
+</body></html>"""
+HTML_TEXT = (
+    "The Whale\n\nby Herman\n\n"
+    "Call me Ishmael. Some years ago \u2014 never mind how long & precisely.\n\n"
+    "Line one\nline two\n\ncell a cell b\n\nfirst item\n\nsecond item"
+)
+HTML_CHROME = ("Site title", "color", "SCRIPT TEXT", "Site logo", "Sign in", "Home", "About us")
+HTML_CHROME += ("Related", "Copyright", "Enable JS", "a comment")
+
+CHAPTERS = {
+    "nav.xhtml": xhtml("Contents", '<nav epub:type="toc"><ol><li>Chapter Two</li></ol></nav>'),
+    "text/ch 2.xhtml": xhtml(
+        "Two", "<section><header><h2>Chapter Two</h2></header><p>The second chapter.</p></section>"
+    ),
+    "text/ch1.xhtml": xhtml(
+        "One", "<h2>Chapter One</h2><p>The first &amp; best\nchapter.</p><aside>A note.</aside>"
+    ),
+}
+SPINE = ["nav.xhtml", "text/ch1.xhtml", "text/ch 2.xhtml"]
+EPUB_TEXT = (
+    "Chapter One\n\nThe first & best chapter.\n\nA note.\n\nChapter Two\n\nThe second chapter."
+)
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def encrypted(pdf: bytes, user_password: str) -> bytes:
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(pdf)))
+    writer.encrypt(user_password, owner_password="owner", algorithm="AES-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def refusal(path: Path) -> str:
+    with pytest.raises(InputError) as info:
+        read_document(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    return message
+
+
+# --- PDF ----------------------------------------------------------------------------------
+
+
+def test_pdf_pages_become_paragraphs_and_the_hash_is_of_the_bytes(tmp_path: Path) -> None:
+    data = pdf_bytes(text_page(*PAGE_ONE), text_page(*PAGE_TWO))
+    path = write(tmp_path / "whales.pdf", data)
+    assert read_document(path) == (PDF_TEXT, hashlib.sha256(data).hexdigest())
+
+
+def test_a_pdf_restricted_by_an_owner_password_only_is_read(tmp_path: Path) -> None:
+    path = write(tmp_path / "restricted.pdf", encrypted(pdf_bytes(text_page(*PAGE_TWO)), ""))
+    assert read_document(path)[0] == "Page two is about ships."
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("locked.pdf", encrypted(pdf_bytes(text_page(*PAGE_ONE)), "secret"), "encrypted"),
+        ("scan.pdf", pdf_bytes(IMAGE_PAGE, IMAGE_PAGE), "no text in the PDF (2 pages"),
+        ("cut.pdf", pdf_bytes(text_page(*PAGE_ONE))[:200], "cannot read the PDF"),
+        ("page.pdf", HTML, "not a PDF"),  # a web error page saved under the PDF's name
+    ],
+)
+def test_unreadable_pdfs_are_refused_in_one_line(
+    tmp_path: Path, name: str, data: bytes, words: str
+) -> None:
+    assert words in refusal(write(tmp_path / name, data))
+
+
+# --- HTML and Markdown --------------------------------------------------------------------
+
+
+def test_html_keeps_the_text_a_reader_sees_in_paragraphs(tmp_path: Path) -> None:
+    text, _ = read_document(write(tmp_path / "page.html", HTML))
+    assert text == HTML_TEXT
+    for chrome in HTML_CHROME:
+        assert chrome not in text
+    # The chunker packs these paragraphs whole (each is within its budget here).
+    chunks = chunk_document("page", text, 16)
+    assert len(chunks) > 1
+    assert [p for c in chunks for p in c.text.split("\n\n")] == text.split("\n\n")
+
+
+def test_html_of_scripts_only_has_no_text(tmp_path: Path) -> None:
+    path = write(tmp_path / "app.htm", b"<html><body><script>app()</script><nav>Menu</nav>")
+    assert "no text in the HTML" in refusal(path)
+
+
+def test_markdown_is_read_as_it_is(tmp_path: Path) -> None:
+    source = "# Notes\n\nSome *emphasis* and <b>inline html</b>.\n\n- a list item\n"
+    path = write(tmp_path / "notes.md", source.encode())
+    assert read_document(path)[0] == source
+
+
+# --- EPUB ---------------------------------------------------------------------------------
+
+
+def test_epub_is_read_in_spine_order_without_its_navigation(tmp_path: Path) -> None:
+    # Manifest order (nav, ch 2, ch1) and file-name order differ from the spine's.
+    path = write(tmp_path / "book.epub", epub_bytes(CHAPTERS, SPINE))
+    assert read_document(path)[0] == EPUB_TEXT
+
+
+def test_unreadable_epubs_are_refused_in_one_line(tmp_path: Path) -> None:
+    book = epub_bytes(CHAPTERS, SPINE)
+    drm = (
+        '<encryption xmlns="urn:oasis:names:tc:opendocument:xmlns:container" '
+        'xmlns:enc="http://www.w3.org/2001/04/xmlenc#"><enc:EncryptedData><enc:CipherData>'
+        '<enc:CipherReference URI="OEBPS/text/ch1.xhtml"/></enc:CipherData></enc:EncryptedData>'
+        "</encryption>"
+    )
+    bare = io.BytesIO()
+    with zipfile.ZipFile(bare, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip")
+    for name, data, words in (
+        ("cut.epub", book[: len(book) // 2], "broken EPUB (File is not a zip file)"),
+        ("text.epub", b"just text", "not an EPUB (not a zip archive)"),
+        ("bare.epub", bare.getvalue(), "broken EPUB (There is no item named 'META-INF/"),
+        ("drm.epub", epub_bytes(CHAPTERS, SPINE, extra={"META-INF/encryption.xml": drm}), "DRM"),
+    ):
+        assert words in refusal(write(tmp_path / name, data)), name
+
+
+# --- Which format -------------------------------------------------------------------------
+
+
+def test_format_is_chosen_by_content_then_extension(tmp_path: Path) -> None:
+    pdf, book = pdf_bytes(text_page(*PAGE_TWO)), epub_bytes(CHAPTERS, SPINE)
+    assert detect(tmp_path / "notes.txt", pdf) == "pdf"  # a binary signature wins
+    assert detect(tmp_path / "book.zip", book) == "epub"
+    assert detect(tmp_path / "page.md", HTML) == "text"  # .md and .txt stay text
+    assert detect(tmp_path / "page.TXT", HTML) == "text"
+    assert detect(tmp_path / "page", HTML) == "html"  # no extension: sniffed
+    assert detect(tmp_path / "page.log", b"<?xml version='1.0'?>\n<html><p>x</p>") == "html"
+    assert detect(tmp_path / "notes", b"plain <b>text</b>") == "text"
+    assert read_document(write(tmp_path / "saved", pdf))[0] == "Page two is about ships."
+
+
+def test_a_zip_that_is_not_an_epub_is_refused(tmp_path: Path) -> None:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.writestr("word/document.xml", "<w/>")
+    assert "zip archive, not an EPUB" in refusal(write(tmp_path / "report.docx", data.getvalue()))
+
+
+# --- Project Gutenberg --------------------------------------------------------------------
+
+
+def test_gutenberg_header_and_licence_are_cut_only_at_their_markers() -> None:
+    book = (
+        "The Project Gutenberg EBook of Tale\r\n\r\n"
+        "*** START OF THIS PROJECT GUTENBERG EBOOK TALE ***\r\n\r\nOnce upon a time.\r\n\r\n"
+        "*** END OF THIS PROJECT GUTENBERG EBOOK TALE ***\r\n\r\nLicence terms."
+    )
+    assert strip_gutenberg(book).strip() == "Once upon a time."
+    assert strip_gutenberg(book.split("*** END")[0]).strip() == "Once upon a time."
+    plain = "A note on the *** START OF THE PROJECT GUTENBERG EBOOK line, mid-sentence."
+    assert strip_gutenberg(plain) == plain
+
+
+def test_gutenberg_wrapping_is_cut_from_a_real_book() -> None:
+    book = shared_file("haystacks/gutenberg/pg84.txt")
+    raw, sha = read_text(book)
+    text, same_sha = read_document(book)
+    assert same_sha == sha  # the hash stays that of the file
+    assert "Release date:" in raw
+    assert "Release date:" not in text and "START OF THE PROJECT" not in text
+    assert "FULL PROJECT GUTENBERG LICENSE" in raw and "GUTENBERG LICENSE" not in text
+    assert text.lstrip().startswith("Frankenstein;")
+    assert text.rstrip().endswith("lost in darkness and distance.")
+    first = chunk_document("pg84", text, 200)[0].text
+    assert "Credits:" not in first and "Frankenstein;" in first
+
+
+# --- cam ingest of a folder ---------------------------------------------------------------
+
+
+def test_ingest_of_a_folder_reads_every_format_and_reports_the_bad_files(tmp_path: Path) -> None:
+    folder = tmp_path / "library"
+    folder.mkdir()
+    write(folder / "whales.pdf", pdf_bytes(text_page(*PAGE_ONE), text_page(*PAGE_TWO)))
+    write(folder / "book.epub", epub_bytes(CHAPTERS, SPINE))
+    write(folder / "page.html", HTML)
+    write(folder / "notes.md", b"# Notes\n\nMarkdown is text.\n")
+    write(folder / "locked.pdf", encrypted(pdf_bytes(text_page(*PAGE_ONE)), "secret"))
+    write(folder / "scan.pdf", pdf_bytes(IMAGE_PAGE))
+    write(folder / "broken.epub", epub_bytes(CHAPTERS, SPINE)[:300])
+    env = {"CAM_STORE": str(tmp_path / "cli.db"), "CAM_EMBED_MODEL": "hashing:64"}
+
+    result = CliRunner().invoke(cli, ["ingest", str(folder)], env=env)
+
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 3
+    for error, (name, reason) in zip(
+        errors,
+        [
+            ("broken.epub", "broken EPUB"),
+            ("locked.pdf", "the PDF is encrypted"),
+            ("scan.pdf", "no text"),
+        ],
+        strict=True,
+    ):
+        assert error.startswith(f"error: {folder / name}: {reason}"), error
+    assert "ingested 4 new chunks" in result.output
+    store = SqliteStore(tmp_path / "cli.db", "default")
+    assert sorted(d.id for d in store.documents()) == [
+        "book.epub",
+        "notes.md",
+        "page.html",
+        "whales.pdf",
+    ]
+    chunks = list(store.nodes_at_level(0))
+    texts = {c.doc_id: c.text for c in chunks}
+    assert len(chunks) == len(texts) == 4  # one chunk each: small documents
+    assert texts["whales.pdf"] == PDF_TEXT and texts["book.epub"] == EPUB_TEXT
+    store.close()
+
+    again = CliRunner().invoke(cli, ["ingest", str(folder)], env=env)
+    assert again.exit_code == 1 and "nothing new" in again.output  # same files, same hashes
