@@ -71,7 +71,8 @@ class SummaryWriter:
         of a cluster dominated by one member picks that member's sentences) is written
         again with twice, then four times the word budget: a reader would otherwise be
         offered the same text twice. One that still does (its members' sentences are
-        all in one of them) is left out of the result unless ``keep_repeats``.
+        all in one of them) is left out of the result, or with ``keep_repeats`` takes
+        its members' texts joined.
         """
         ordered = [
             sorted(group, key=lambda n: (n.doc_id or "", n.position or 0.0, n.id))
@@ -104,9 +105,17 @@ class SummaryWriter:
                 report.summaries_rewritten += 1
                 nodes[i].text = result.text
             self._embed([nodes[i] for i in repeated])
+        still = self._repeated(nodes)
         if not keep_repeats:
-            still = set(self._repeated(nodes))
-            nodes = [n for i, n in enumerate(nodes) if i not in still]
+            return [n for i, n in enumerate(nodes) if i not in set(still)]
+        for i in still:
+            # A node that must exist (a covering group) and whose summary can only
+            # repeat a member: its text is the members' own, joined (extractive).
+            words = " ".join(n.text for n in ordered[i]).split()
+            limit = 4 * self.settings.summary_words
+            nodes[i].text = " ".join(words[:limit]) + (" …" if len(words) > limit else "")
+            nodes[i].props["backend"] = EXTRACTIVE
+        self._embed([nodes[i] for i in still])
         return nodes
 
     def _embed(self, nodes: list[Node]) -> None:
@@ -187,6 +196,10 @@ class SummaryWriter:
         fresh: list[list[Node]] = []
         for group in groups:
             node = old.pop((level, frozenset(n.id for n in group)), None)
+            if node is not None and self.store.nodes_with_text(node.text):
+                # A member was summarized again in this batch, into this very text:
+                # keeping the node would offer a reader the same text twice.
+                node = None
             if node is None:
                 fresh.append(group)
             else:
