@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -53,6 +53,11 @@ class Settings:
     summary_words: int = 120  # length budget of one summary
     seed: int = 0  # Leiden's seed: equal inputs give equal memories
     embed_model: str = DEFAULT_EMBED_MODEL
+    # The size of the memory's vectors, recorded from the embedder when the memory is
+    # first written (None in memories older than this field). It is a fact about the
+    # model, not a choice, so it takes no part in comparing settings: reopening a memory
+    # checks it against the embedder instead (an API model may change under one name).
+    embed_dim: int | None = field(default=None, compare=False)
     # False is the CAM paper's "w/o flexibility" ablation (Table 3): no ego-splitting,
     # one replica per node, so clusters do not overlap. For comparison, not for use.
     ego_split: bool = True
@@ -69,6 +74,8 @@ class Settings:
         _check_int("max_levels", self.max_levels, 0, 50)
         _check_int("max_rounds", self.max_rounds, 1, 10_000)
         _check_int("summary_words", self.summary_words, 10, 2000)
+        if self.embed_dim is not None:
+            _check_int("embed_dim", self.embed_dim, 1, 1_000_000)
         if not isinstance(self.ego_split, bool):
             raise ConfigError(f"ego_split must be true or false, got {self.ego_split!r}")
 
@@ -85,7 +92,7 @@ class Settings:
         return [
             f"{f.name}={getattr(built, f.name)!r}, asked {getattr(self, f.name)!r}"
             for f in fields(self)
-            if getattr(self, f.name) != getattr(built, f.name)
+            if f.compare and getattr(self, f.name) != getattr(built, f.name)
         ]
 
 
@@ -136,7 +143,10 @@ class Environment:
     llm_timeout: float | None = None  # seconds per chat request (client default 60)
     llm_max_retries: int | None = None  # retries of a failed chat request (client default 4)
     embed_device: str | None = None  # auto (the default), cpu, cuda or mps
-    embed_batch_size: int | None = None  # texts per embedding call (default: 256 on a GPU, 64)
+    # texts per embedding call (default: 256 on a GPU, 64 on a CPU, 128 per API request)
+    embed_batch_size: int | None = None
+    embed_base_url: str | None = None  # API root of an openai:NAME embedding model
+    embed_api_key: str | None = None
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
@@ -157,13 +167,17 @@ class Environment:
             llm_max_retries=_number(env, "CAM_LLM_MAX_RETRIES", int),
             embed_device=env.get("CAM_EMBED_DEVICE") or None,
             embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),
+            embed_base_url=env.get("CAM_EMBED_BASE_URL") or None,
+            embed_api_key=env.get("CAM_EMBED_API_KEY") or env.get("OPENAI_API_KEY") or None,
         )
 
-    def __repr__(self) -> str:  # never print the key
+    def __repr__(self) -> str:  # never print the keys
         key = "set" if self.llm_api_key else "unset"
+        embed_key = "set" if self.embed_api_key else "unset"
         return (
             f"Environment(store={self.store!r}, memory={self.memory!r}, "
-            f"embed_model={self.embed_model!r}, llm_base_url={self.llm_base_url!r}, "
+            f"embed_model={self.embed_model!r}, embed_base_url={self.embed_base_url!r}, "
+            f"embed_api_key=<{embed_key}>, llm_base_url={self.llm_base_url!r}, "
             f"llm_model={self.llm_model!r}, llm_api_key=<{key}>, "
             f"neo4j_user={self.neo4j_user!r}, neo4j_password=<"
             f"{'set' if self.neo4j_password else 'unset'}>, neo4j_database={self.neo4j_database!r})"

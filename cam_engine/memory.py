@@ -25,7 +25,7 @@ from cam_engine.config import (
 from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.errors import ConfigError, InputError, NotFoundError
+from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
@@ -167,7 +167,11 @@ class Memory:
                 settings=settings,
                 embedder=embedder
                 or load_embedder(
-                    settings.embed_model, device=env.embed_device, batch_size=env.embed_batch_size
+                    settings.embed_model,
+                    device=env.embed_device,
+                    batch_size=env.embed_batch_size,
+                    environment=env,
+                    dim=settings.embed_dim,
                 ),
                 summarizer=summarizer or ExtractiveSummarizer(),
                 llm_concurrency=llm_concurrency,
@@ -213,6 +217,7 @@ class Memory:
     def _pipeline(self) -> IngestPipeline:
         # One pipeline per memory: it keeps the memory's structure between ingests.
         if self._ingest is None or self._ingest.summarizer is not self.summarizer:
+            self._check_dimension()
             self._ingest = IngestPipeline(
                 self.store,
                 settings=self.settings,
@@ -221,6 +226,22 @@ class Memory:
             )
         self._ingest.llm_concurrency = self.llm_concurrency
         return self._ingest
+
+    def _check_dimension(self) -> None:
+        """Before anything is written: the embedder's vectors must have the size the
+        memory recorded (an API model can change under one name). A memory not written
+        yet records it, and its first batch saves it with the settings."""
+        dim = self.embedder.dim  # an API embedder may ask its API here
+        recorded = self.settings.embed_dim
+        if recorded is None:
+            if self.store.load_settings() is None:
+                self.settings = replace(self.settings, embed_dim=dim)
+        elif dim != recorded:
+            raise EmbeddingError(
+                f"memory {self.name!r} holds {recorded}-dimensional vectors (embed_dim), but "
+                f"embedder {self.embedder.name!r} makes {dim}-dimensional ones: vectors of two "
+                "sizes cannot be mixed"
+            )
 
     def ingest(
         self,

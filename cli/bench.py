@@ -31,7 +31,12 @@ def bench() -> None:
     help="Folder for the benchmark's SQLite file (default: a temp dir), or a bolt:// or "
     "neo4j:// URI to measure Neo4j (a memory bench-PID, deleted afterwards).",
 )
-@click.option("--embed-model", default=None, help="Embedding model (default: the memory default).")
+@click.option(
+    "--embed-model",
+    default=None,
+    help="Embedding model (default: the memory default); openai:NAME for an API at "
+    "$CAM_EMBED_BASE_URL.",
+)
 @device_option
 @click.option(
     "--cached-vectors",

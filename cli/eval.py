@@ -140,7 +140,9 @@ class _Ticker:
 )
 @click.option(
     "--embed-model",
-    help="Embedding model (default: $CAM_EMBED_MODEL, else all-MiniLM-L6-v2, bundled).",
+    help="Embedding model: a sentence-transformers name or path, or openai:NAME for an "
+    "OpenAI-compatible API at $CAM_EMBED_BASE_URL (default: $CAM_EMBED_MODEL, else "
+    "all-MiniLM-L6-v2, bundled).",
 )
 @device_option
 @click.option(
@@ -258,7 +260,10 @@ def eval_command(
         env = Environment.from_env()
         model = embed_model or env.embed_model or DEFAULT_EMBED_MODEL
         inner = load_embedder(
-            model, device=device or env.embed_device, batch_size=env.embed_batch_size
+            model,
+            device=device or env.embed_device,
+            batch_size=env.embed_batch_size,
+            environment=env,
         )
         embedder = CachingEmbedder(inner, embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:

@@ -187,7 +187,9 @@ def _build_view(
 @click.option(
     "--embed-model",
     help="New memory: sentence-transformers model name or path (default all-MiniLM-L6-v2, "
-    "bundled; or $CAM_EMBED_MODEL).",
+    "bundled; or $CAM_EMBED_MODEL), or openai:NAME for model NAME of an OpenAI-compatible "
+    "/v1/embeddings API at $CAM_EMBED_BASE_URL (key: $CAM_EMBED_API_KEY, else "
+    "$OPENAI_API_KEY; $CAM_EMBED_BATCH_SIZE inputs per request, default 128).",
 )
 @device_option
 @json_option

@@ -60,9 +60,12 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
     click.echo(f"settings: {settings}")
     embedder = data["embedder"]
-    click.echo(
-        f"embedding: {embedder['model']} on {embedder['device']} (--device / CAM_EMBED_DEVICE)"
-    )
+    if embedder["device"] == "api":
+        click.echo(f"embedding: {embedder['model']} through its API (CAM_EMBED_BASE_URL)")
+    else:
+        click.echo(
+            f"embedding: {embedder['model']} on {embedder['device']} (--device / CAM_EMBED_DEVICE)"
+        )
 
 
 @click.command()

@@ -46,7 +46,8 @@ def device_option(command: Callable[..., Any]) -> Callable[..., Any]:
         "--device",
         type=click.Choice(DEVICES, case_sensitive=False),
         help="Where the embedding model runs (default: $CAM_EMBED_DEVICE, else auto: a GPU "
-        "when torch sees one, in fp16, else the CPU).",
+        "when torch sees one, in fp16, else the CPU). An openai:NAME model runs at its API "
+        "and ignores it.",
     )(command)
 
 

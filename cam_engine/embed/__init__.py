@@ -1,5 +1,8 @@
 """Embedders: text to unit-length vectors."""
 
+from __future__ import annotations
+
+from cam_engine.config import Environment
 from cam_engine.embed.base import Embedder
 from cam_engine.embed.hashing import HashingEmbedder
 
@@ -8,18 +11,34 @@ __all__ = ["Embedder", "HashingEmbedder", "embedding_device", "load_embedder"]
 
 def embedding_device(embedder: Embedder) -> str:
     """Where an embedder computes: its ``device`` when it has one (sentence-transformers,
-    or a wrapper of one), else cpu (the hashing embedder, or an embedder of your own)."""
+    ``api`` for an embedding API, or a wrapper of either), else cpu (the hashing
+    embedder, or an embedder of your own)."""
     return str(getattr(embedder, "device", "cpu"))
 
 
 def load_embedder(
-    model: str, *, batch_size: int | None = None, device: str | None = None
+    model: str,
+    *,
+    batch_size: int | None = None,
+    device: str | None = None,
+    environment: Environment | None = None,
+    dim: int | None = None,
 ) -> Embedder:
-    """The embedder for a model name: ``hashing`` or a sentence-transformers name/path,
-    on ``device`` (auto, cpu, cuda, mps; default auto: a GPU when torch sees one)."""
+    """The embedder for a model name: ``hashing``, ``openai:NAME`` (an OpenAI-compatible
+    API at ``CAM_EMBED_BASE_URL``, from ``environment``, else the process environment)
+    or a sentence-transformers name/path, on ``device`` (auto, cpu, cuda, mps; default
+    auto: a GPU when torch sees one; an API ignores it). ``dim`` is the dimension a
+    memory recorded: an API that now returns another is an error."""
     if model.startswith("hashing"):
-        _, _, dim = model.partition(":")
-        return HashingEmbedder(dim=int(dim) if dim else 384)
+        _, _, size = model.partition(":")
+        return HashingEmbedder(dim=int(size) if size else 384)
+    if model.startswith("openai:"):
+        from cam_engine.embed.openai_compat import OpenAICompatibleEmbedder
+
+        env = environment or Environment.from_env()
+        return OpenAICompatibleEmbedder.from_environment(
+            env, model.removeprefix("openai:"), batch_size=batch_size, dim=dim
+        )
     from cam_engine.embed.sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model, batch_size=batch_size, device=device)

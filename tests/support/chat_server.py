@@ -1,4 +1,5 @@
-"""A scripted OpenAI-compatible chat server for tests, on 127.0.0.1 in a background thread.
+"""A scripted OpenAI-compatible server for tests, chat completions and embeddings, on
+127.0.0.1 in a background thread.
 
 Each POST to ``/v1/chat/completions`` takes the next item of the script:
 
@@ -16,6 +17,13 @@ above); without one the server answers 500 "script exhausted". Requests are reco
 
     with ChatServer(["a summary"]) as server:
         chat = OpenAICompatibleChat(server.base_url, "test-model")
+
+POSTs to ``/v1/embeddings`` take items of their own script (``embeddings``, ``add_embeddings``,
+``embeddings_default``): ``Vectors(dim)`` answers every input with a deterministic vector
+(the hashing embedder's, scaled, items shuffled so only their ``index`` gives the order),
+``Json(data)`` answers any body, and ``Fault``, ``Delay``, ``MALFORMED`` and ``DISCONNECT``
+work as for chat. Like OpenAI, the server refuses (400) an input that is not a list of
+non-empty strings.
 """
 
 from __future__ import annotations
@@ -31,9 +39,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from cam_engine.embed.hashing import HashingEmbedder
+
 logger = logging.getLogger(__name__)
 
 PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
 TextFunction = Callable[[dict[str, Any]], str]
 
 
@@ -69,6 +80,26 @@ class Delay:
 
 
 @dataclass(frozen=True)
+class Vectors:
+    """A 200 embeddings reply: for each input the hashing embedder's ``dim``-wide vector of
+    its text times ``scale`` (so the client must normalize), items in reverse order when
+    ``shuffled`` (so only their ``index`` gives the order)."""
+
+    dim: int = 64
+    scale: float = 3.0
+    shuffled: bool = True
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Json:
+    """A reply of this JSON body and status, whatever the request."""
+
+    data: Any
+    status: int = 200
+
+
+@dataclass(frozen=True)
 class _Special:
     kind: str
 
@@ -77,7 +108,7 @@ MALFORMED = _Special("malformed")
 EMPTY_CHOICES = _Special("empty_choices")
 DISCONNECT = _Special("disconnect")
 
-ScriptItem = str | TextFunction | Reply | Fault | Delay | _Special
+ScriptItem = str | TextFunction | Reply | Fault | Delay | Vectors | Json | _Special
 
 
 @dataclass(frozen=True)
@@ -92,9 +123,18 @@ class RecordedRequest:
 class ChatServer:
     """Context manager: starts on enter (or ``start()``), stops on exit (or ``close()``)."""
 
-    def __init__(self, script: Iterable[ScriptItem] = (), *, default: ScriptItem | None = None):
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        default: ScriptItem | None = None,
+        embeddings: Iterable[ScriptItem] = (),
+        embeddings_default: ScriptItem | None = None,
+    ):
         self._script: deque[ScriptItem] = deque(script)
         self._default = default
+        self._embeddings: deque[ScriptItem] = deque(embeddings)
+        self._embeddings_default = embeddings_default
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._requests: list[RecordedRequest] = []
@@ -162,6 +202,10 @@ class ChatServer:
         return [r.body for r in self.requests]
 
     @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == EMBEDDINGS_PATH]
+
+    @property
     def max_in_flight(self) -> int:
         with self._lock:
             return self._max_in_flight
@@ -176,17 +220,29 @@ class ChatServer:
         with self._lock:
             self._script.extend(items)
 
+    def add_embeddings(self, *items: ScriptItem) -> None:
+        with self._lock:
+            self._embeddings.extend(items)
+
+    def set_embeddings_default(self, item: ScriptItem | None) -> None:
+        with self._lock:
+            self._embeddings_default = item
+
     # -- used by the handler -----------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
 
-    def _begin(self) -> ScriptItem | None:
+    def _begin(self, path: str) -> ScriptItem | None:
         with self._lock:
             self._in_flight += 1
             self._max_in_flight = max(self._max_in_flight, self._in_flight)
-            return self._script.popleft() if self._script else self._default
+            if path == EMBEDDINGS_PATH:
+                script, default = self._embeddings, self._embeddings_default
+            else:
+                script, default = self._script, self._default
+            return script.popleft() if script else default
 
     def _end(self) -> None:
         with self._lock:
@@ -221,10 +277,10 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         server = self.chat_server
         server._record(RecordedRequest("POST", self.path, headers, body, raw))
-        if self.path != PATH:
+        if self.path not in (PATH, EMBEDDINGS_PATH):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        item = server._begin()
+        item = server._begin(self.path)
         try:
             self._answer(item, body if isinstance(body, dict) else {})
         except (BrokenPipeError, ConnectionResetError):
@@ -255,6 +311,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif item is DISCONNECT:
             self.close_connection = True
             self.connection.shutdown(2)
+        elif isinstance(item, Vectors | Json) or self.path == EMBEDDINGS_PATH:
+            self._answer_embeddings(item, request)
         elif isinstance(item, Reply):
             if item.delay and server._wait(item.delay):
                 return
@@ -264,6 +322,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _completion(request, item(request), Reply("")))
         else:
             self._send_json(200, _completion(request, str(item), Reply(str(item))))
+
+    def _answer_embeddings(self, item: ScriptItem, request: dict[str, Any]) -> None:
+        if isinstance(item, Json):
+            self._send_json(item.status, item.data)
+            return
+        if not isinstance(item, Vectors):
+            self._send_json(500, {"error": {"message": f"not an embeddings reply: {item!r}"}})
+            return
+        inputs = request.get("input")
+        if (
+            not isinstance(inputs, list)
+            or not inputs
+            or not all(isinstance(t, str) and t for t in inputs)
+        ):
+            error = {"message": "'$.input' is invalid", "type": "invalid_request_error"}
+            self._send_json(400, {"error": error})
+            return
+        if item.delay and self.chat_server._wait(item.delay):
+            return
+        vectors = HashingEmbedder(item.dim).embed(inputs) * item.scale
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(v) for v in vector]}
+            for i, vector in enumerate(vectors)
+        ]
+        if item.shuffled:
+            data.reverse()
+        words = sum(len(t.split()) for t in inputs)
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": request.get("model", "unknown"),
+                "usage": {"prompt_tokens": words, "total_tokens": words},
+            },
+        )
 
     def _send_json(
         self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None
