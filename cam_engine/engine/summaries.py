@@ -111,9 +111,9 @@ class SummaryWriter:
         for i in still:
             # A node that must exist (a covering group) and whose summary can only
             # repeat a member: its text is the members' own, joined (extractive).
-            words = " ".join(n.text for n in ordered[i]).split()
+            joined = " ".join(n.text for n in ordered[i]).split()
             limit = 4 * self.settings.summary_words
-            nodes[i].text = " ".join(words[:limit]) + (" …" if len(words) > limit else "")
+            nodes[i].text = " ".join(joined[:limit]) + (" …" if len(joined) > limit else "")
             nodes[i].props["backend"] = EXTRACTIVE
         self._embed([nodes[i] for i in still])
         return nodes
