@@ -27,6 +27,11 @@ class StoreError(CamError):
     """The memory store failed or holds something unexpected."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store's server could not be reached or went away (Neo4j): nothing is wrong
+    with the memory, and the same work can be run again once the server is back."""
+
+
 class EmbeddingError(CamError):
     """The embedder could not be loaded or failed to embed."""
 

@@ -308,13 +308,19 @@ class Memory:
     # --- reading ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         data = self.store.stats()
+        documents = self.store.documents()
         # A document whose ingest was interrupted: running the same ingest completes it.
         partial = [
             {"id": d.id, "chunks": d.chunks, "total": d.total}
-            for d in self.store.documents()
+            for d in documents
             if d.total is not None and d.chunks < d.total
         ]
         data.update(
+            # total: the chunks the whole document makes (None for stdin, not known ahead)
+            document_list=[
+                {"id": d.id, "source": d.source, "chunks": d.chunks, "total": d.total}
+                for d in documents
+            ],
             embedder={"model": self.embedder.name, "device": embedding_device(self.embedder)},
             partial_documents=partial,
             memory=self.store.memory,

@@ -18,7 +18,7 @@ from cam_engine.cli.options import (
     plural,
 )
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.errors import CamError
+from cam_engine.errors import CamError, StoreUnavailableError
 from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
@@ -282,21 +282,28 @@ def ingest(
                 _build_view(
                     memory, view, doc_ids, summarizer, view_options, as_json, progress.enabled
                 )
+    except StoreUnavailableError as exc:  # the Neo4j server went away: as with Ctrl-C
+        progress.close()
+        raise click.ClickException(f"{exc}; {_kept(committed[0])}") from exc
     except CamError as exc:
         progress.close()
         raise click.ClickException(str(exc)) from exc
     except KeyboardInterrupt:
-        # Each batch is its own transaction: the interrupted one was rolled back and
-        # every earlier one is stored, so running the same command again resumes.
         progress.close()
-        click.echo(
-            f"\ninterrupted: {plural(committed[0], 'new chunk')} from the batches committed "
-            "so far are kept; run the same command again to resume",
-            err=True,
-        )
+        click.echo(f"\ninterrupted: {_kept(committed[0])}", err=True)
         sys.exit(130)
     if failed:
         sys.exit(1)
+
+
+def _kept(chunks: int) -> str:
+    """What an ingest stopped part-way keeps. Each batch is its own transaction: the one
+    in flight was rolled back and every earlier one is stored, and re-ingesting skips
+    stored chunks, so running the same command again resumes."""
+    return (
+        f"{plural(chunks, 'new chunk')} from the batches committed so far are kept; "
+        "run the same command again to resume"
+    )
 
 
 def _warn_of_mixed_summaries(memory: Memory) -> None:

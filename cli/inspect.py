@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
 from cam_engine.types import CHUNK
+
+SHOWN = 20  # documents listed by name in cam stats' text output
 
 
 @click.command()
 @memory_options
 @json_option
 def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
-    """Documents, nodes/edges/clusters per level, overlap and settings of a memory."""
+    """Documents, nodes/edges/clusters per level, overlap and settings of a memory.
+
+    Each document is listed with its id, chunks stored and source (a file path or
+    <stdin>); --json has them all under document_list (id, source, chunks, total)."""
     with open_memory(store, memory_name) as memory:
         data = memory.stats()
     if as_json:
@@ -20,11 +27,8 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         return
     click.echo(f"memory {data['memory']!r} in {data['store']}")
     click.echo(f"documents: {data['documents']}")
-    for doc in data["partial_documents"]:
-        click.echo(
-            f"  {doc['id']}: {doc['chunks']} of {doc['total']} chunks (interrupted; running "
-            "the same ingest again completes it)"
-        )
+    for line in _document_lines(data["document_list"]):
+        click.echo(f"  {line}")
     click.echo(
         f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8} "
         f"{'single':>6}  cluster sizes (members: clusters)"
@@ -66,6 +70,26 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         click.echo(
             f"embedding: {embedder['model']} on {embedder['device']} (--device / CAM_EMBED_DEVICE)"
         )
+
+
+def _document_lines(documents: list[dict[str, Any]]) -> list[str]:
+    """One line per document: id, chunks stored (of its total when it was interrupted)
+    and source. Past SHOWN documents, only interrupted ones are listed, then a count."""
+    lines: list[str] = []
+    hidden = 0
+    for doc in documents:
+        partial = doc["total"] is not None and doc["chunks"] < doc["total"]
+        if len(lines) >= SHOWN and not partial:
+            hidden += 1
+            continue
+        chunks = f"{doc['chunks']} of {doc['total']}" if partial else str(doc["chunks"])
+        line = f"{doc['id']}: {chunks} chunks from {doc['source']}"
+        if partial:
+            line += " (interrupted; running the same ingest again completes it)"
+        lines.append(line)
+    if hidden:
+        lines.append(f"... and {plural(hidden, 'more document')} (--json lists them all)")
+    return lines
 
 
 @click.command()

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cam_engine.config import validate_memory_name
-from cam_engine.errors import StoreError
+from cam_engine.errors import StoreError, StoreUnavailableError
 from cam_engine.store.base import DocumentRecord, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.cypher import check_identifier, load_query, statements
@@ -128,8 +128,8 @@ class Neo4jStore:
                 return [dict(record) for record in self._tx.run(query, params)]
             with self._driver.session(database=self._database) as session:
                 return [dict(record) for record in session.run(query, params)]
-        except neo4j.exceptions.ServiceUnavailable as exc:
-            raise StoreError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
+        except _unavailable() as exc:
+            raise StoreUnavailableError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
             raise StoreError(f"Neo4j at {self._uri}: {query_name}: {_first_line(exc)}") from exc
         finally:
@@ -157,7 +157,8 @@ class Neo4jStore:
             self._tx = self._session.begin_transaction()
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
             self._close_session()
-            raise StoreError(f"cannot reach Neo4j at {self._uri}: {_first_line(exc)}") from exc
+            error = StoreUnavailableError if isinstance(exc, _unavailable()) else StoreError
+            raise error(f"cannot reach Neo4j at {self._uri}: {_first_line(exc)}") from exc
         try:
             yield
         except BaseException:
@@ -169,6 +170,12 @@ class Neo4jStore:
         else:
             try:
                 self._tx.commit()
+            except _unavailable() as exc:
+                # The commit may or may not have reached the server: stored chunks are
+                # skipped when the work is run again, so either way it resumes.
+                raise StoreUnavailableError(
+                    f"lost Neo4j at {self._uri} while committing the batch: {_first_line(exc)}"
+                ) from exc
             except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
                 raise StoreError(
                     f"Neo4j at {self._uri} did not commit the batch: {_first_line(exc)}"
@@ -188,13 +195,20 @@ class Neo4jStore:
             return
         if self._tx is not None:
             raise StoreError("the schema must be prepared before a transaction")
+        import neo4j
+
         params = {"vector_index": vector_index(dimensions), "dimensions": dimensions}
-        with self._driver.session(database=self._database) as session:
-            for statement in statements("schema"):
-                # The one identifier that cannot be a parameter, checked by vector_label().
-                statement = statement.replace("{vector_label}", vector_label(dimensions))
-                session.run(statement, params).consume()
-            session.run(load_query("await_indexes")).consume()
+        try:
+            with self._driver.session(database=self._database) as session:
+                for statement in statements("schema"):
+                    # The one identifier that cannot be a parameter, checked by vector_label().
+                    statement = statement.replace("{vector_label}", vector_label(dimensions))
+                    session.run(statement, params).consume()
+                session.run(load_query("await_indexes")).consume()
+        except _unavailable() as exc:
+            raise StoreUnavailableError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+            raise StoreError(f"Neo4j at {self._uri}: schema: {_first_line(exc)}") from exc
         self._prepared.add(dimensions)
 
     # --- memory-wide state --------------------------------------------------------------
@@ -623,6 +637,15 @@ def _replica(row: Sequence[Any]) -> Replica:
     """A replica from a packed row: [id, node_id, level, label, members]."""
     replica_id, node_id, level, label, members = row
     return Replica(replica_id, node_id, int(level), label, frozenset(members))
+
+
+def _unavailable() -> tuple[type[Exception], ...]:
+    """Driver errors that mean the server could not be reached or went away (stopped,
+    restarted, network cut), as opposed to a query or data problem."""
+    import neo4j
+
+    errors = neo4j.exceptions
+    return (errors.ServiceUnavailable, errors.SessionExpired, errors.DatabaseUnavailable)
 
 
 def _first_line(exc: BaseException) -> str:

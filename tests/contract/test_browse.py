@@ -8,7 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cam_engine import Memory, Settings
+from cam_engine import Environment, Memory, Settings
+from cam_engine.cli.browse import browser_url, style_sheet
 from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from tests.conftest import shared_file
@@ -29,7 +30,11 @@ def test_browse_queries_run_and_return_the_memory(memory_name: str) -> None:
         cli, ["browse", "--node", summary, "--question", "how do startups get funded"], env=env
     )
     assert result.exit_code == 0, result.output
-    assert "http://127.0.0.1:7474/browser/" in result.output
+    lines = result.output.splitlines()
+    # The test server has auth disabled: Browser opens with "No authentication" chosen.
+    url = browser_url(NEO4J_URI, Environment.from_env(env))
+    assert lines[0] == f"Neo4j Browser: {url}" and "preselectAuthMethod=NO_AUTH&dbms=" in url
+    assert lines[3] == style_sheet()[0]
     params = dict(re.findall(r"^:param (\w+) => (.+)$", result.output, re.MULTILINE))
     values = {name: json.loads(value) for name, value in params.items()}
     assert values["memory"] == memory_name and values["node"] == summary

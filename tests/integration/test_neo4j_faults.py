@@ -8,6 +8,7 @@ jars those tests skip; with CAM_REQUIRE_NEO4J=1 (CI) they fail instead.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ from cam_engine.chunking import chunk_document
 from cam_engine.cli.main import cli
 from cam_engine.config import Settings
 from cam_engine.embed import HashingEmbedder
+from cam_engine.engine.ingest import IngestPipeline
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import CamError, StoreError
 from cam_engine.llm import ExtractiveSummarizer
@@ -317,3 +319,61 @@ def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
         assert document is not None and document.chunks == total
         assert graph_of(stats) == graph_of(reference[-1])
         check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
+
+
+def test_cli_ingest_cut_off_says_what_was_kept_and_the_same_command_resumes(
+    instance: Instance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`cam ingest` when the server goes away inside a batch: like Ctrl-C, one line says
+    how many chunks the committed batches kept and that the same command resumes; once
+    the server is back, that command adds exactly the rest."""
+    text = shared_file(DOCUMENT).read_text(encoding="utf-8")
+    path = tmp_path / "gap.txt"
+    path.write_text(text, encoding="utf-8")
+    total = len(chunk_document(path.name, text, 60))
+    name = f"faults{uuid.uuid4().hex[:8]}"
+    args = ["ingest", str(path), "--store", instance.uri, "--memory", name]
+    args += ["--batch-size", str(BATCH), "--theta", "0.3", "--chunk-tokens", "60"]
+    model = {"CAM_EMBED_MODEL": HashingEmbedder(64).name}
+
+    # The CLI builds its own pipeline and summarizer: count its batches, and stop the
+    # server from inside the first summary of the batch after STOP_AFTER of them.
+    started: list[int] = []  # batch numbers begun
+    stopped_after: list[int] = []  # batches committed when the server was stopped
+    add_batch = IngestPipeline._add_batch
+    summarize = ExtractiveSummarizer.summarize
+
+    def counted(self: IngestPipeline, *args: Any, **kwargs: Any) -> BatchReport:
+        started.append(len(started))
+        return add_batch(self, *args, **kwargs)
+
+    def stopping(
+        self: ExtractiveSummarizer, texts: Sequence[str], *, max_words: int
+    ) -> SummaryResult:
+        if not stopped_after and len(started) > STOP_AFTER:
+            instance.run("stop")
+            stopped_after.append(len(started) - 1)
+        return summarize(self, texts, max_words=max_words)
+
+    monkeypatch.setattr(IngestPipeline, "_add_batch", counted)
+    monkeypatch.setattr(ExtractiveSummarizer, "summarize", stopping)
+    cut = cam(args, **model)
+    monkeypatch.undo()
+    assert stopped_after == [STOP_AFTER], "the server was never stopped"
+    kept = STOP_AFTER * BATCH
+    assert cut.exit_code == 1, cut.output
+    assert_cli_error(cut, instance.uri)
+    assert (
+        f"{kept} new chunks from the batches committed so far are kept; run the same "
+        "command again to resume" in cut.output
+    ), cut.output
+
+    instance.run("start")
+    again = cam(args, **model)
+    assert again.exit_code == 0, again.output
+    assert f"ingested {total - kept} new chunks" in again.output, again.output
+    stats = json.loads(cam(["stats", "--store", instance.uri, "--memory", name, "--json"]).output)
+    assert stats["document_list"] == [
+        {"id": path.name, "source": str(path), "chunks": total, "total": total}
+    ]
+    assert stats["levels"][0]["nodes"] == total and stats["partial_documents"] == []

@@ -128,6 +128,35 @@ def test_bad_settings_name_the_valid_range(env: dict[str, str], text_file: Path)
     assert not Path(env["CAM_STORE"]).exists() or stats(env)["levels"] == []
 
 
+def test_stats_lists_the_documents_of_the_memory(env: dict[str, str], text_file: Path) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3")
+    run(env, "ingest", "-", "--document", "piped", input=text_file.read_text()[:3000])
+    listed = stats(env)["document_list"]
+    assert [(d["id"], d["source"], d["total"]) for d in listed] == [
+        ("gap.txt", str(text_file), listed[0]["chunks"]),
+        ("piped", "<stdin>", None),  # a stream's length is not known up front
+    ]
+    assert all(d["chunks"] > 0 for d in listed)
+    text = run(env, "stats").output
+    assert f"  gap.txt: {listed[0]['chunks']} chunks from {text_file}\n" in text
+    assert f"  piped: {listed[1]['chunks']} chunks from <stdin>\n" in text
+
+
+def test_stats_lists_twenty_documents_and_every_interrupted_one() -> None:
+    from cam_engine.cli.inspect import SHOWN, _document_lines
+
+    done = [
+        {"id": f"d{i:02}", "source": f"d{i:02}.txt", "chunks": 3, "total": 3} for i in range(30)
+    ]
+    partial = {"id": "d25", "source": "d25.txt", "chunks": 1, "total": 3}
+    lines = _document_lines([*done[:25], partial, *done[26:]])
+    assert lines[:SHOWN] == [f"d{i:02}: 3 chunks from d{i:02}.txt" for i in range(SHOWN)]
+    assert lines[SHOWN:] == [
+        "d25: 1 of 3 chunks from d25.txt (interrupted; running the same ingest again completes it)",
+        "... and 9 more documents (--json lists them all)",
+    ]
+
+
 def test_show_stats_and_rebuild(env: dict[str, str], text_file: Path) -> None:
     run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
     data = stats(env)
@@ -263,6 +292,39 @@ def test_no_op_reingest_and_interrupt_messages(
     assert "other.txt: 2 of" in run(env, "stats").output
     monkeypatch.setattr(IngestPipeline, "_add_batch", original)
     assert run(env, "ingest", str(other), "--batch-size", "1").exit_code == 0
+    assert stats(env)["partial_documents"] == []
+
+
+def test_a_store_lost_mid_ingest_says_what_was_kept_and_the_same_command_resumes(
+    env: dict[str, str], text_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `cam ingest` says when the store goes away (tests/integration/test_neo4j_faults.py
+    stops a real Neo4j server; here the third batch raises what the store raises then)."""
+    from cam_engine.engine.ingest import IngestPipeline
+    from cam_engine.errors import StoreUnavailableError
+
+    original = IngestPipeline._add_batch
+    calls = {"n": 0}
+
+    def lost(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise StoreUnavailableError("lost Neo4j at bolt://db:7687: defunct connection")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(IngestPipeline, "_add_batch", lost)
+    args = ["ingest", str(text_file), "--batch-size", "2", "--theta", "0.3"]
+    cut = CliRunner().invoke(cli, args, env=env)
+    assert cut.exit_code == 1
+    assert cut.output == (
+        "Error: lost Neo4j at bolt://db:7687: defunct connection; 4 new chunks from the "
+        "batches committed so far are kept; run the same command again to resume\n"
+    )
+    (document,) = stats(env)["partial_documents"]
+    assert document["chunks"] == 4 < document["total"]
+    monkeypatch.setattr(IngestPipeline, "_add_batch", original)
+    again = run(env, *args)
+    assert f"ingested {document['total'] - 4} new chunks" in again.output
     assert stats(env)["partial_documents"] == []
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -11,6 +13,7 @@ from cam_engine import Memory, Settings
 from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
+from cam_engine.llm.base import ChatModel, Completion, Message
 from tests.conftest import shared_file
 from tests.support.chat_server import ChatServer, Delay, Fault, Reply
 
@@ -24,10 +27,51 @@ def summary_of(request: dict) -> str:
     return "Summary: " + " ".join(prompt.split()[-12:])
 
 
+class InFlight:
+    """A chat model that counts its calls in flight, as the engine sees them: from the
+    call to its return, in the calling thread.
+
+    The chat server's own count is no measure of the limit: its handler counts a request
+    done only after writing the reply, and by then the engine may have sent the next
+    one, so under load a finishing call and a starting one overlap there (4 > 3). The
+    first call also waits (up to WAIT seconds) for a second one to start, so that two
+    calls overlap however the threads are scheduled.
+    """
+
+    WAIT = 5.0
+
+    def __init__(self, chat: ChatModel) -> None:
+        self._chat = chat
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._overlapped = threading.Event()
+        self.max_in_flight = 0
+
+    @property
+    def name(self) -> str:
+        return self._chat.name
+
+    def complete(
+        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+    ) -> Completion:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if self._in_flight > 1:
+                self._overlapped.set()
+        try:
+            self._overlapped.wait(self.WAIT)
+            return self._chat.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+
 def test_summaries_overlap_up_to_the_concurrency_limit(tmp_path: Path) -> None:
     text = shared_file("haystacks/paul_graham/gap.txt").read_text()[:6000]
+    # Each reply takes 50 ms, so calls over the limit would be caught overlapping.
     with ChatServer(default=Reply(summary_of, delay=0.05)) as server:
-        chat = OpenAICompatibleChat(server.base_url, "scripted", timeout=5.0)
+        chat = InFlight(OpenAICompatibleChat(server.base_url, "scripted", timeout=5.0))
         with Memory.open(
             tmp_path / "m.db",
             "llm",
@@ -40,7 +84,7 @@ def test_summaries_overlap_up_to_the_concurrency_limit(tmp_path: Path) -> None:
             summaries = sum(row["nodes"] for row in memory.stats()["levels"][1:])
             backends = memory.stats()["summaries_by_backend"]
         calls = len(server.requests)
-        assert 1 < server.max_in_flight <= 3
+    assert 1 < chat.max_in_flight <= 3
     assert calls == sum(b.usage.calls for b in report.batches) >= summaries
     assert backends == {"openai:scripted": summaries}
     assert all(b.usage.prompt_tokens > 0 for b in report.batches if b.summaries_written)
