@@ -51,3 +51,12 @@ def test_cli_adapters_cypher_and_prompts_are_inside_the_package(wheel: zipfile.Z
         assert f"cam_engine/cypher/{path.name}" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "cam = cam_engine.cli.main:cli" in wheel.read(entry_points).decode()
+
+
+def test_every_subpackage_of_the_source_is_in_the_wheel(wheel: zipfile.ZipFile) -> None:
+    # A package missing from pyproject's list builds without complaint and then fails
+    # to import once installed from the wheel (cam_engine.retrieval once did).
+    names = set(wheel.namelist())
+    for init in (ROOT / "cam_engine").rglob("__init__.py"):
+        relative = init.relative_to(ROOT).as_posix()
+        assert relative in names, f"{init.parent.name} is not in pyproject's packages"
