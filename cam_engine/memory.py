@@ -84,6 +84,23 @@ class NodeView:
     neighbours: list[tuple[Node, float]]
     clusters: list[str]  # labels of the clusters this node's replicas belong to
 
+    def to_dict(self) -> dict[str, Any]:
+        """The node and the ids around it (what ``cam show --json`` prints)."""
+        node = self.node
+        return {
+            "id": node.id,
+            "level": node.level,
+            "kind": node.kind,
+            "document": node.doc_id,
+            "position": node.position,
+            "text": node.text,
+            "props": node.props,
+            "clusters": self.clusters,
+            "parents": [p.id for p in self.parents],
+            "children": [c.id for c in self.children],
+            "neighbours": [{"id": n.id, "weight": w} for n, w in self.neighbours],
+        }
+
 
 class Memory:
     """One named memory in one store, with the embedder and summarizer that build it."""
@@ -446,6 +463,13 @@ class Memory:
             ),
             clusters=sorted({r.label for r in store.replicas_of([node_id]).get(node_id, [])}),
         )
+
+    def top_level(self) -> tuple[int, list[Node]]:
+        """The highest level and its nodes in document order: the covering top level
+        of summaries, from which every chunk is reachable (the chunks while there are no
+        summaries yet; level 0 and no nodes for an empty memory)."""
+        level = max(self.store.levels(), default=0)
+        return level, sorted(self.store.nodes_at_level(level), key=_document_order)
 
     def ids_like(self, node_id: str, limit: int = 5) -> list[str]:
         """Ids to suggest for a node id that is not in the memory: those it begins,

@@ -109,21 +109,7 @@ def show(
             raise click.ClickException(f"no node {node_id!r} in memory {memory.name!r}{hint}")
     node = view.node
     if as_json:
-        echo_json(
-            {
-                "id": node.id,
-                "level": node.level,
-                "kind": node.kind,
-                "document": node.doc_id,
-                "position": node.position,
-                "text": node.text,
-                "props": node.props,
-                "clusters": view.clusters,
-                "parents": [p.id for p in view.parents],
-                "children": [c.id for c in view.children],
-                "neighbours": [{"id": n.id, "weight": w} for n, w in view.neighbours],
-            }
-        )
+        echo_json(view.to_dict())
         return
 
     def clip(text: str) -> str:

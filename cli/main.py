@@ -14,6 +14,7 @@ from cam_engine.cli.eval import eval_command
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
 from cam_engine.cli.manage import delete, memories
+from cam_engine.cli.mcp import mcp
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,6 +48,7 @@ cli.add_command(delete)
 cli.add_command(bench)
 cli.add_command(browse)
 cli.add_command(eval_command)
+cli.add_command(mcp)
 
 
 if __name__ == "__main__":

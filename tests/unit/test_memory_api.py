@@ -78,3 +78,20 @@ def test_empty_text_is_an_input_error(tmp_path: Path) -> None:
     memory = Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV)
     with memory, pytest.raises(InputError, match="empty"):
         memory.ingest_text("   ", "d")
+
+
+def test_the_top_level_covers_every_chunk(tmp_path: Path) -> None:
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        assert memory.top_level() == (0, [])
+        memory.ingest(shared_file("haystacks/paul_graham/gap.txt"))
+        level, nodes = memory.top_level()
+        assert level == max(row["level"] for row in memory.stats()["levels"]) >= 1
+        assert nodes and {n.level for n in nodes} == {level}
+        assert [n.position for n in nodes] == sorted(n.position or 0.0 for n in nodes)
+        # Every chunk is reachable from the top level, walking down through members.
+        reached, frontier = set(), [n.id for n in nodes]
+        while frontier:
+            reached.update(frontier)
+            views = [memory.node(i) for i in frontier]
+            frontier = [c.id for v in views if v is not None for c in v.children]
+        assert {c.id for c in memory.chunks()} <= reached

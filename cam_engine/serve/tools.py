@@ -1,0 +1,371 @@
+"""The work of ``cam mcp``'s tools on one memory, on plain values and without the MCP SDK.
+
+``MemoryTools`` holds one memory of one store open, with its embedder warm, and does
+what each tool asks through the public ``Memory`` API only, as the CLI does. Every
+method returns JSON-ready data or raises ``CamError`` with a one-line message;
+``cam_engine.serve.mcp`` publishes the methods as MCP tools.
+
+The memory and its embedding model are loaded in a background thread (``start``), so
+a server answers its client's handshake at once; the model embeds a warm-up text (and a
+memory with chunks answers a warm-up question) so that the first real question is as
+fast as the next. Calls run one at a time: an MCP server runs each in a worker thread
+of its own, and one lock keeps an ingest from interleaving with another call on the
+same store connection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cam_engine.config import DEFAULT_EMBED_MODEL, Environment, validate_memory_name
+from cam_engine.embed import Embedder, load_embedder
+from cam_engine.engine.reports import IngestReport
+from cam_engine.errors import CamError, ConfigError, InputError, NotFoundError
+from cam_engine.llm.base import Answerer, ChatModel, Selector, Summarizer
+from cam_engine.llm.extractive import ExtractiveSummarizer
+from cam_engine.memory import Memory, memories_in
+from cam_engine.retrieval.strategies import DEFAULT, strategy_named
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+WARM_UP_TEXT = "warm-up"
+
+
+class MemoryTools:
+    """One memory of one store, held open with its embedder, and the work of each tool.
+
+    Every method returns JSON-ready data or raises ``CamError`` with a one-line message.
+    A memory that does not exist yet is created by the first ingest with the default
+    settings (and ``CAM_EMBED_MODEL``), as ``cam ingest`` does; until then the reading
+    tools say so. ``allow`` lists the files and folders ``ingest_file`` may read (with
+    every symlink resolved); none by default.
+    """
+
+    def __init__(
+        self,
+        store: str | None,
+        memory: str | None,
+        *,
+        environment: Environment,
+        summarizer: Summarizer | None = None,
+        chat: ChatModel | None = None,
+        selector: Selector | None = None,
+        answerer: Answerer | None = None,
+        allow: Sequence[str | Path] = (),
+        llm_concurrency: int = 4,
+    ) -> None:
+        self.env = environment
+        self.store = str(store or environment.store)
+        self.name = validate_memory_name(memory or environment.memory)
+        self.roots = [_root(path) for path in allow]
+        self.summarizer = summarizer or ExtractiveSummarizer()
+        self.chat, self.selector, self.answerer = chat, selector, answerer
+        self.llm_concurrency = llm_concurrency
+        self._memory: Memory | None = None
+        self._embedder: Embedder | None = None
+        self._failure: CamError | None = None
+        self._ready = threading.Event()
+        self._lock = threading.Lock()  # one tool call at a time on the memory
+
+    # --- life cycle ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the memory and warm its embedder in a background thread."""
+        threading.Thread(target=self.load, name="cam-mcp-load", daemon=True).start()
+
+    def load(self) -> None:
+        """Open the memory (if it exists) and warm up; tools wait until this is done."""
+        started = time.perf_counter()
+        try:
+            try:
+                self._memory = self._open(create=False)
+                self._embedder = self._memory.embedder
+            except NotFoundError:
+                model = self.env.embed_model or DEFAULT_EMBED_MODEL
+                self._embedder = load_embedder(
+                    model, device=self.env.embed_device, batch_size=self.env.embed_batch_size
+                )
+            self._embedder.embed([WARM_UP_TEXT])
+            if self._memory is not None and self._memory.count_chunks():
+                self._warm_up(self._memory)
+            logger.info(
+                "cam mcp: memory %r ready in %.1f s", self.name, time.perf_counter() - started
+            )
+        except CamError as exc:
+            self._failure = exc
+            logger.error("cam mcp: %s", exc)
+        except Exception as exc:
+            self._failure = CamError(f"the memory could not be loaded: {describe(exc)}")
+            logger.exception("cam mcp: loading memory %r failed", self.name)
+        finally:
+            self._ready.set()
+
+    def _warm_up(self, memory: Memory) -> None:
+        """Ask once, offline, untimed: the store loads its vectors and caches now."""
+        try:
+            memory.ask(WARM_UP_TEXT)
+        except Exception:  # a failed warm-up costs the first ask its speed, nothing else
+            logger.warning("cam mcp: the warm-up question failed", exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None
+
+    def _open(self, *, create: bool) -> Memory:
+        return Memory.open(
+            self.store,
+            self.name,
+            embedder=self._embedder,
+            summarizer=self.summarizer,
+            environment=self.env,
+            llm_concurrency=self.llm_concurrency,
+            create=create,
+        )
+
+    def _locked(self, work: Callable[[], T]) -> T:
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure.with_traceback(None)  # the same error for every call
+        with self._lock:
+            return work()
+
+    def _existing(self) -> Memory:
+        if self._memory is None:
+            raise NotFoundError(
+                f"memory {self.name!r} does not exist yet in {self.store}: the first "
+                "ingest_text or ingest_file creates it"
+            )
+        return self._memory
+
+    def _with_chunks(self) -> Memory:
+        memory = self._existing()
+        if memory.count_chunks() == 0:
+            raise NotFoundError(
+                f"memory {self.name!r} holds no documents yet: add some with ingest_text "
+                "or ingest_file"
+            )
+        return memory
+
+    def _writable(self) -> Memory:
+        if self._memory is None:
+            self._memory = self._open(create=True)
+        return self._memory
+
+    # --- tools -----------------------------------------------------------------------------
+    def ingest_text(self, text: str, document: str, *, batch_size: int = 64) -> dict[str, Any]:
+        if not document.strip():
+            raise InputError("the document id is empty: name the document")
+
+        def work() -> dict[str, Any]:
+            memory = self._writable()
+            started = time.perf_counter()
+            report = memory.ingest_text(text, document, batch_size=batch_size)
+            return _ingest_report(memory, report, time.perf_counter() - started)
+
+        return self._locked(work)
+
+    def ingest_file(
+        self, path: str, *, document: str | None = None, batch_size: int = 64
+    ) -> dict[str, Any]:
+        target = self.allowed_path(path)
+        if not target.exists():
+            raise InputError(f"{path}: no such file or folder")
+        if document is not None and target.is_dir():
+            raise InputError(f"{path}: a folder holds several documents; give no document id")
+
+        def work() -> dict[str, Any]:
+            memory = self._writable()
+            started = time.perf_counter()
+            # The resolved path, never the raw one: "-" would read the server's stdin.
+            report = memory.ingest([target], batch_size=batch_size, document=document)
+            if report.errors and not report.batches:
+                raise InputError("; ".join(e.message for e in report.errors))
+            return _ingest_report(memory, report, time.perf_counter() - started)
+
+        return self._locked(work)
+
+    def allowed_path(self, path: str) -> Path:
+        """``path`` with its symlinks resolved, if it lies under an allowed root (for a
+        folder: every file ingest would read from it); ``InputError`` otherwise."""
+        if not self.roots:
+            raise InputError(
+                "ingest_file may read no files: start the server with `cam mcp --allow "
+                "FOLDER` to let it read files under FOLDER, or send the text with ingest_text"
+            )
+        if not path.strip():
+            raise InputError("the path is empty: give a file or a folder")
+        target = Path(path).expanduser().resolve()
+        roots = ", ".join(str(r) for r in self.roots)
+        if not self._allowed(target):
+            raise InputError(
+                f"{path}: outside the folders this server may read ({roots}); use a path "
+                "under one of them, or restart the server with another --allow"
+            )
+        if target.is_dir():
+            for file in _folder_files(target):
+                if not self._allowed(file.resolve()):
+                    raise InputError(
+                        f"{path}: {file.relative_to(target)} links outside the folders this "
+                        f"server may read ({roots})"
+                    )
+        return target
+
+    def _allowed(self, resolved: Path) -> bool:
+        return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
+
+    def ask(
+        self, question: str, *, strategy: str = DEFAULT, top_k: int = 10, max_turns: int = 5
+    ) -> dict[str, Any]:
+        spec = strategy_named(strategy)
+
+        def work() -> dict[str, Any]:
+            memory = self._with_chunks()
+            if spec.view is not None and spec.view not in memory.stats().get("views", {}):
+                raise NotFoundError(
+                    f"memory {self.name!r} has no {spec.view} view: build it with "
+                    f"`cam ingest --view {spec.view}`, or ask with another strategy"
+                )
+            result = memory.ask(
+                question,
+                strategy=strategy,
+                top_k=top_k,
+                max_turns=max_turns,
+                selector=self.selector,
+                answerer=self.answerer,
+                chat=self.chat,
+            )
+            return _plain(result.to_dict())
+
+        return self._locked(work)
+
+    def search(self, query: str, *, top_k: int = 10) -> dict[str, Any]:
+        if not query.strip():
+            raise InputError("the query is empty")
+
+        def work() -> dict[str, Any]:
+            hits = self._with_chunks().locate(query, top_k)
+            nodes = [
+                {
+                    "id": node.id,
+                    "level": node.level,
+                    "kind": node.kind,
+                    "document": node.doc_id,
+                    "position": node.position,
+                    "score": round(score, 4),
+                    "text": node.text,
+                }
+                for node, score in hits
+            ]
+            return _plain({"query": query, "nodes": nodes})
+
+        return self._locked(work)
+
+    def show_node(self, node_id: str) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            memory = self._existing()
+            view = memory.node(node_id)
+            if view is None:
+                like = memory.ids_like(node_id)
+                hint = f"; ids like it: {', '.join(like)}" if like else ""
+                raise NotFoundError(f"no node {node_id!r} in memory {self.name!r}{hint}")
+            return _plain(view.to_dict())
+
+        return self._locked(work)
+
+    def stats(self) -> dict[str, Any]:
+        return self._locked(lambda: _plain(self._existing().stats()))
+
+    def memories(self) -> dict[str, Any]:
+        try:
+            names = memories_in(self.store, self.env)
+        except NotFoundError:  # no store yet: the first ingest creates it
+            names = []
+        return {"store": self.store, "memories": names, "serving": self.name}
+
+    def top(self, name: str) -> dict[str, Any]:
+        """The top level of the memory served: ids and texts of its nodes."""
+        if name != self.name:
+            raise NotFoundError(
+                f"this server holds memory {self.name!r}, not {name!r}: start another "
+                f"`cam mcp --memory {name}` to serve it"
+            )
+
+        def work() -> dict[str, Any]:
+            level, nodes = self._with_chunks().top_level()
+            return _plain(
+                {
+                    "memory": self.name,
+                    "level": level,
+                    "nodes": [
+                        {"id": n.id, "document": n.doc_id, "position": n.position, "text": n.text}
+                        for n in nodes
+                    ],
+                }
+            )
+
+        return self._locked(work)
+
+
+def _root(path: str | Path) -> Path:
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.exists():
+        raise ConfigError(f"--allow {path}: no such file or folder")
+    return resolved
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The files ``cam ingest FOLDER`` reads (sources.expand_paths): hidden ones skipped."""
+    return [
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    ]
+
+
+def _ingest_report(memory: Memory, report: IngestReport, seconds: float) -> dict[str, Any]:
+    batches = [b.to_dict() for b in report.batches]
+    return _plain(
+        {
+            "memory": memory.name,
+            "store": memory.location,
+            "documents": list(dict.fromkeys(b.document for b in report.batches if b.document)),
+            "chunks_added": report.chunks_added,
+            "chunks_skipped": sum(b.chunks_skipped for b in report.batches),
+            "summaries_written": sum(b.summaries_written for b in report.batches),
+            "llm_calls": sum(b.usage.calls for b in report.batches),
+            "summarizer": memory.summarizer.backend,
+            "seconds": round(seconds, 3),
+            "batches": batches,
+            "errors": [{"source": e.source, "message": e.message} for e in report.errors],
+        }
+    )
+
+
+def _plain(data: Any) -> Any:
+    """JSON-ready data: numpy scalars become numbers, anything else unknown text."""
+    return json.loads(json.dumps(data, default=_jsonable))
+
+
+def _jsonable(value: Any) -> Any:
+    item = getattr(value, "item", None)  # numpy scalars
+    return item() if callable(item) else str(value)
+
+
+def describe(exc: BaseException) -> str:
+    """An unexpected exception in one line: its type and (the start of) its message."""
+    text = one_line(str(exc))
+    if len(text) > 300:
+        text = text[:299] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def one_line(message: str) -> str:
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())
