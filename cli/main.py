@@ -26,8 +26,9 @@ def cli(verbose: bool) -> None:
     Chunks become graph nodes linked by similarity and position; overlapping
     clusters are summarized level after level. Summaries come from the offline
     extractive backend unless --summarizer openai is given. The same memory can hold
-    ReadAgent, MemAgent and GAM views (cam ingest --view, cam ask --strategy), and
-    cam eval measures retrieval against BM25 and dense baselines on real data.
+    ReadAgent, MemAgent and GAM views (cam ingest --view, cam ask --strategy); cam
+    eval measures retrieval against BM25 and dense baselines on real data; cam mcp
+    serves a memory to agents over the Model Context Protocol.
     """
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
