@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cam_engine.faults import checkpoint
 from cam_engine.types import Chunk
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -75,6 +76,7 @@ def prefetched(
                     vectors = embed([c.text for c in wanted])
                     prepared.embed_seconds = time.perf_counter() - start
                     prepared.vectors = dict(zip((c.id for c in wanted), vectors, strict=True))
+                    checkpoint("embedded")  # fault injection (cam_engine/faults.py)
                 if not hand_over(prepared):
                     return
             hand_over(_Done())

@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from cam_engine.faults import checkpoint
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.change import GraphChange
 from cam_engine.store.structure import GraphStructure, NodeInfo, text_key
@@ -85,9 +86,12 @@ class BatchWriter:
             meter.add_store(meter.now() - start)
             batch = BatchStore(store, structure, meter, self._recent)
             yield batch
+            checkpoint("before_apply")  # fault injection (cam_engine/faults.py)
             batch.flush()
+            checkpoint("applied")
             start = meter.now()  # leaving the block commits: that is store time
         meter.add_store(meter.now() - start)
+        checkpoint("committed")
         self._structure = structure
         self._remember(batch)
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cam_engine.faults import checkpoint
 from cam_engine.store.base import DocumentRecord
 from cam_engine.types import Edge, Node, Replica
 
@@ -120,6 +121,7 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
         store.delete_replicas(sorted(change.deleted_replicas))
     if change.nodes:
         store.upsert_nodes(list(change.nodes.values()))
+        checkpoint("writing")  # fault injection (cam_engine/faults.py): mid-write
     if change.edges:
         store.upsert_edges([change.edges[key] for key in sorted(change.edges)])
     if change.replicas:

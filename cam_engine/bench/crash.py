@@ -1,0 +1,477 @@
+"""Crash sweep: kill ``cam ingest`` (or its Neo4j server) at many points, resume, and
+compare the memory row by row with a clean ingest of the same book.
+
+    python -m cam_engine.bench.crash --points 50                   # SQLite
+    python -m cam_engine.bench.crash --points 10 --store neo4j     # a private Neo4j
+
+Each point is one fresh memory: ``cam ingest`` runs in a subprocess with a fault knob
+(cam_engine/faults.py) and dies by SIGKILL at a named checkpoint's Nth hit
+(``embedded``, ``before_apply``, ``writing``, ``applied``, ``committed``), or after a
+delay (``timer``). With ``--store neo4j`` every other point instead pauses the ingest
+at a checkpoint, SIGKILLs the server's JVM, restarts the server and lets the ingest
+fail. Then the same command runs again (the resume) and the memory must equal the
+clean one: nodes (vectors rounded), edges, replicas, memberships, documents, counters
+and settings, and the levels of ``cam stats --json``. The counters include the
+generation (committed batch writes): a killed batch never committed and a resumed
+batch whose chunks are all stored writes nothing, so it too must match. When run from
+a checkout, tests/invariants.py's ``check_memory`` runs on each resumed memory.
+
+It prints one JSON line (docs/reliability.md has the figures); ``--out`` also writes
+every point's result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cam_engine.bench.neo4j_private import PrivateNeo4j
+from cam_engine.config import Settings
+from cam_engine.faults import CHECKPOINTS
+from cam_engine.store.base import GraphStore, open_store
+
+logger = logging.getLogger(__name__)
+
+TIMER = "timer"
+PHASES = (*CHECKPOINTS, TIMER)
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DEFAULT_BOOK = SHARED_DATA / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
+KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
+
+Rows = dict[str, set[tuple[Any, ...]]]
+
+
+@dataclass(frozen=True)
+class Book:
+    """What is ingested, and how: the same for the clean run and every crashed one."""
+
+    path: Path
+    batch_size: int = 32
+    chunk_tokens: int = 200
+    theta: float = 0.3  # the hashing embedder's vectors need a lower edge threshold
+    embed_model: str = "hashing:64"
+
+    def ingest_args(self, store: str, memory: str) -> list[str]:
+        return [
+            "ingest",
+            str(self.path),
+            "--store",
+            store,
+            "--memory",
+            memory,
+            "--batch-size",
+            str(self.batch_size),
+            "--chunk-tokens",
+            str(self.chunk_tokens),
+            "--theta",
+            str(self.theta),
+            "--embed-model",
+            self.embed_model,
+        ]
+
+
+@dataclass(frozen=True)
+class Point:
+    """Where one run is killed: a checkpoint's Nth hit, or ``delay`` seconds in (timer);
+    ``server``: the Neo4j server's JVM is killed there instead of the ingest."""
+
+    phase: str
+    hit: int = 0
+    delay: float = 0.0
+    server: bool = False
+
+    @property
+    def label(self) -> str:
+        where = f"{TIMER}:{self.delay:.2f}s" if self.phase == TIMER else f"{self.phase}:{self.hit}"
+        return f"server@{where}" if self.server else where
+
+
+@dataclass
+class PointResult:
+    point: str
+    killed: bool  # the kill happened before the ingest finished
+    crash_rc: int | None
+    resume_rc: int
+    identical: bool
+    stats_equal: bool
+    invariants: bool | None  # None: tests/invariants.py not importable here
+    lost: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    note: str = ""
+
+
+# --- running cam ---------------------------------------------------------------------------
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This environment without any CAM_* variable (a developer's shell, a knob left
+    set), offline, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAM_")}
+    env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.update(extra)
+    return env
+
+
+def cam_argv(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "cam_engine.cli.main", *args]
+
+
+def cam(args: list[str], timeout: float = 600, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cam_argv(args),
+        env=child_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def start_cam(args: list[str], **extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        cam_argv(args),
+        env=child_env(**extra),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stats_levels(store: str, memory: str) -> list[dict[str, Any]]:
+    done = cam(["stats", "--store", store, "--memory", memory, "--json"])
+    if done.returncode != 0:
+        raise RuntimeError(f"cam stats failed: {done.stdout}{done.stderr}")
+    levels: list[dict[str, Any]] = json.loads(done.stdout)["levels"]
+    return levels
+
+
+def batches_of(output: str) -> int:
+    match = re.search(r"in (\d+) batch", output)
+    if not match:
+        raise RuntimeError(f"no batch count in cam ingest's output: {output!r}")
+    return int(match.group(1))
+
+
+# --- a memory row by row ---------------------------------------------------------------------
+
+
+def memory_rows(store: GraphStore) -> Rows:
+    """Every row of a memory as hashable tuples, by kind (vectors and scores rounded)."""
+    rows = store.read_structure()
+    full = store.get_nodes([n.id for n in rows.nodes], embeddings=True)
+
+    def vector(node_id: str) -> bytes | None:
+        v = full[node_id].embedding if node_id in full else None
+        return None if v is None else np.round(np.asarray(v, dtype=np.float64), 5).tobytes()
+
+    def position(p: float | None) -> float | None:
+        return None if p is None else round(float(p), 6)
+
+    return {
+        "nodes": {
+            (
+                n.id,
+                n.level,
+                n.kind,
+                n.text,
+                n.doc_id,
+                position(n.position),
+                json.dumps(n.props, sort_keys=True, default=str),
+                vector(n.id),
+            )
+            for n in rows.nodes
+        },
+        "edges": {(a, b, round(score, 6)) for a, b, score in rows.edges},
+        "replicas": {
+            (r.id, r.node_id, r.level, r.label, tuple(sorted(r.members))) for r in rows.replicas
+        },
+        "memberships": set(rows.members),
+        "documents": {(d.id, d.source, d.sha256, d.chunks, d.total) for d in rows.documents},
+        "counters": set(rows.counters.items()),
+        "settings": {(k, json.dumps(v, sort_keys=True)) for k, v in (rows.settings or {}).items()},
+    }
+
+
+def read_rows(location: str, memory: str) -> Rows:
+    store = open_store(location, memory, create=False)
+    try:
+        return memory_rows(store)
+    finally:
+        store.close()
+
+
+def row_diff(clean: Rows, got: Rows) -> tuple[dict[str, int], dict[str, int]]:
+    """Rows of ``clean`` missing from ``got`` (lost) and rows only ``got`` has (extra)."""
+    lost = {k: len(clean[k] - got[k]) for k in KINDS if clean[k] - got[k]}
+    extra = {k: len(got[k] - clean[k]) for k in KINDS if got[k] - clean[k]}
+    return lost, extra
+
+
+def _invariant_check() -> Callable[[GraphStore], None] | None:
+    """tests/invariants.py's check_memory, when this runs from a checkout."""
+    try:  # imported by name: tests/ is not part of the package (nor of its type check)
+        check_memory = importlib.import_module("tests.invariants").check_memory
+    except ImportError:
+        return None
+    size = Settings().max_cluster_size
+
+    def check(store: GraphStore) -> None:
+        check_memory(store, max_cluster_size=size)
+
+    return check
+
+
+# --- one point -------------------------------------------------------------------------------
+
+
+@dataclass
+class Reference:
+    """The clean ingest every crashed one is compared with."""
+
+    rows: Rows
+    levels: list[dict[str, Any]]
+    batches: int
+    seconds: float
+
+
+def clean_ingest(book: Book, store: str, memory: str) -> Reference:
+    start = time.perf_counter()
+    done = cam(book.ingest_args(store, memory))
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"the clean ingest failed: {done.stdout}{done.stderr}")
+    return Reference(
+        read_rows(store, memory), stats_levels(store, memory), batches_of(done.stdout), seconds
+    )
+
+
+def _crash_process(book: Book, store: str, memory: str, point: Point) -> tuple[bool, int | None]:
+    """Run the ingest until it is killed at ``point``: (killed, its return code)."""
+    args = book.ingest_args(store, memory)
+    if point.phase == TIMER:
+        process = start_cam(args)
+        try:
+            process.wait(timeout=point.delay)
+            return False, process.returncode  # finished before the kill
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            return True, process.wait()
+    process = start_cam(args, CAM_CRASH_AT=f"{point.phase}:{point.hit}")
+    output, _ = process.communicate(timeout=600)
+    if process.returncode != -signal.SIGKILL:
+        raise RuntimeError(f"{point.label}: exit {process.returncode}, not SIGKILL:\n{output}")
+    return True, process.returncode
+
+
+def _crash_server(
+    book: Book, server: PrivateNeo4j, memory: str, point: Point, folder: Path
+) -> tuple[bool, int | None]:
+    """Pause the ingest at ``point``, SIGKILL the server's JVM, let the ingest fail,
+    and start the server again."""
+    marker = folder / f"pause-{uuid.uuid4().hex}"
+    process = start_cam(
+        book.ingest_args(server.uri, memory),
+        CAM_PAUSE_AT=f"{point.phase}:{point.hit}",
+        CAM_PAUSE_FILE=str(marker),
+    )
+    deadline = time.monotonic() + 600
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if not marker.exists():
+        output = process.communicate(timeout=60)[0] if process.poll() is not None else ""
+        process.kill()
+        raise RuntimeError(f"{point.label}: the ingest never paused:\n{output}")
+    server.kill()
+    marker.unlink()
+    process.communicate(timeout=600)
+    server.start()
+    return True, process.returncode
+
+
+def run_point(
+    book: Book,
+    store: str,
+    memory: str,
+    point: Point,
+    reference: Reference,
+    *,
+    server: PrivateNeo4j | None = None,
+    folder: Path | None = None,
+) -> PointResult:
+    """Kill at ``point``, resume, compare with ``reference``."""
+    start = time.perf_counter()
+    if point.server:
+        if server is None or folder is None:
+            raise ValueError("a server point needs the server and a folder for the marker")
+        killed, crash_rc = _crash_server(book, server, memory, point, folder)
+    else:
+        killed, crash_rc = _crash_process(book, store, memory, point)
+    resumed = cam(book.ingest_args(store, memory))
+    note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
+    got = read_rows(store, memory)
+    lost, extra = row_diff(reference.rows, got)
+    invariants: bool | None = None
+    check = _invariant_check()
+    if check is not None:
+        opened = open_store(store, memory, create=False)
+        try:
+            check(opened)
+            invariants = True
+        except AssertionError as exc:
+            invariants, note = False, f"{note} invariants: {exc}".strip()
+        finally:
+            opened.close()
+    return PointResult(
+        point=point.label,
+        killed=killed,
+        crash_rc=crash_rc,
+        resume_rc=resumed.returncode,
+        identical=not lost and not extra,
+        stats_equal=stats_levels(store, memory) == reference.levels,
+        invariants=invariants,
+        lost=lost,
+        extra=extra,
+        seconds=round(time.perf_counter() - start, 2),
+        note=note,
+    )
+
+
+# --- the sweep -------------------------------------------------------------------------------
+
+
+def spread_points(count: int, batches: int, seconds: float, *, server: bool) -> list[Point]:
+    """``count`` points, round-robin over the phases, each phase's hits spread evenly from
+    the first batch to the last (timer delays from 10% to 95% of a clean run). With
+    ``server``, every other point kills the server (at a checkpoint) instead."""
+    kinds: list[tuple[str, bool]] = []
+    for i in range(count):
+        on_server = server and i % 2 == 1
+        phases = CHECKPOINTS if on_server else PHASES
+        kinds.append((phases[(i // 2 if server else i) % len(phases)], on_server))
+    totals = Counter(kinds)
+    seen: Counter[tuple[str, bool]] = Counter()
+    points = []
+    for phase, on_server in kinds:
+        k, m = seen[(phase, on_server)], totals[(phase, on_server)]
+        seen[(phase, on_server)] += 1
+        share = k / (m - 1) if m > 1 else 0.5
+        if phase == TIMER:
+            points.append(Point(TIMER, delay=round(seconds * (0.1 + 0.85 * share), 2)))
+        else:
+            points.append(Point(phase, hit=1 + round(share * (batches - 1)), server=on_server))
+    return points
+
+
+def summarize(results: list[PointResult], store: str, book: Book, reference: Reference) -> dict:
+    by_phase = Counter(r.point.split(":")[0] for r in results)
+    return {
+        "store": store,
+        "book": book.path.name,
+        "batch_size": book.batch_size,
+        "chunk_tokens": book.chunk_tokens,
+        "batches": reference.batches,
+        "points": len(results),
+        "by_phase": dict(sorted(by_phase.items())),
+        "killed_mid_ingest": sum(r.killed for r in results),
+        "identical": sum(r.identical for r in results),
+        "stats_equal": sum(r.stats_equal for r in results),
+        "invariants_ok": sum(r.invariants is True for r in results),
+        "resume_failed": sum(r.resume_rc != 0 for r in results),
+        "rows_lost": sum(sum(r.lost.values()) for r in results),
+        "rows_extra": sum(sum(r.extra.values()) for r in results),
+        "not_identical": [r.point for r in results if not r.identical or not r.stats_equal],
+        "clean_ingest_seconds": round(reference.seconds, 2),
+        "seconds": round(sum(r.seconds for r in results), 1),
+    }
+
+
+@contextmanager
+def _target(kind: str, folder: Path) -> Iterator[tuple[Callable[[int], str], PrivateNeo4j | None]]:
+    """Where point ``i``'s memory lives, and the server when it is Neo4j."""
+    if kind == "sqlite":
+        yield (lambda i: str(folder / f"crash{i}.db")), None
+        return
+    home = folder / "neo4j"
+    home.mkdir()
+    server = PrivateNeo4j(home)
+    server.start()
+    try:
+        yield (lambda i: server.uri), server
+    finally:
+        server.stop()
+
+
+def sweep(book: Book, kind: str, count: int, *, kill: str = "both") -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="cam-crash-") as tmp:
+        folder = Path(tmp)
+        with _target(kind, folder) as (location, server):
+            reference = clean_ingest(book, location(-1), "clean")
+            points = spread_points(
+                count,
+                reference.batches,
+                reference.seconds,
+                server=server is not None and kill == "both",
+            )
+            results = []
+            for i, point in enumerate(points):
+                memory = f"crash{i}" if server is not None else "crash"
+                result = run_point(
+                    book, location(i), memory, point, reference, server=server, folder=folder
+                )
+                logger.info("%s", json.dumps(asdict(result)))
+                results.append(result)
+    summary = summarize(results, kind, book, reference)
+    summary["results"] = [asdict(r) for r in results]
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cam_engine.bench.crash", description=__doc__)
+    parser.add_argument("--points", type=int, default=50, help="kill points (default 50)")
+    parser.add_argument("--store", choices=("sqlite", "neo4j"), default="sqlite")
+    parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--chunk-tokens", type=int, default=200)
+    parser.add_argument(
+        "--kill",
+        choices=("both", "process"),
+        default="both",
+        help="neo4j: kill the server's JVM at every other point (both) or never (process)",
+    )
+    parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log each point")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    if args.points < 1 or not args.book.is_file():
+        parser.error("need --points >= 1 and an existing --book")
+    book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
+    summary = sweep(book, args.store, args.points, kill=args.kill)
+    results = summary.pop("results")
+    if args.out is not None:
+        args.out.write_text(json.dumps({**summary, "results": results}, indent=2) + "\n")
+    print(json.dumps(summary))
+    ok = summary["identical"] == summary["points"] == summary["stats_equal"]
+    return 0 if ok and not summary["resume_failed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
