@@ -13,6 +13,7 @@ import io
 import posixpath
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote
@@ -166,7 +167,16 @@ def epub_text(path: Path, data: bytes) -> str:
             texts = [html_text(book.read(name), page=False) for name in spine]
     except InputError:
         raise
-    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, ValueError) as exc:
+    except (
+        zipfile.BadZipFile,
+        KeyError,
+        ElementTree.ParseError,
+        ValueError,
+        zlib.error,  # a damaged deflate stream
+        NotImplementedError,  # an unknown compression method or zip version
+        RuntimeError,  # an entry encrypted with a zip password
+        EOFError,  # an entry cut short
+    ) as exc:
         raise InputError(f"{path}: broken EPUB ({_one_line(exc)})") from exc
     text = "\n\n".join(t for t in texts if t)
     if not text:

@@ -324,8 +324,9 @@ class Memory:
 
     # --- reading ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        data = self.store.stats()
-        documents = self.store.documents()
+        with self.store.snapshot():  # the counts and the documents of one commit
+            data = self.store.stats()
+            documents = self.store.documents()
         # A document whose ingest was interrupted: running the same ingest completes it.
         partial = [
             {"id": d.id, "chunks": d.chunks, "total": d.total}

@@ -12,7 +12,6 @@ from cam_engine import formats
 from cam_engine.errors import InputError
 
 STDIN = "-"
-_SNIFF_BYTES = 8192
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,8 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _decode(path: Path, data: bytes) -> str:
-    if b"\x00" in data[:_SNIFF_BYTES]:
+    # Anywhere in the file, as on stdin: a NUL past the first page is no text either.
+    if b"\x00" in data:
         raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
     bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:

@@ -69,6 +69,12 @@ class StoreBase(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads that see one committed state, without taking the write lock (a reader
+        beside an ingest: ``cam stats``). SQLite: one read transaction. Neo4j: each read
+        is its own statement (READ COMMITTED has no multi-statement snapshot)."""
+        ...
+
 
 class RetrievalStore(StoreBase, Protocol):
     """The reads a question makes (cam_engine.retrieval)."""

@@ -183,6 +183,11 @@ class Neo4jStore:
         finally:
             self._close_session()
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Nothing to open: Neo4j reads are READ COMMITTED, statement by statement."""
+        yield
+
     def _close_session(self) -> None:
         if self._session is not None:
             self._session.close()
@@ -318,7 +323,9 @@ class Neo4jStore:
 
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
         rows = self._rows("get_nodes", ids=sorted(set(ids)), embeddings=embeddings)
-        return {row[0]: _node(row) for row in rows}
+        # A node another process's batch deleted while this read ran (READ COMMITTED)
+        # comes back without its properties: it is gone, as if not found.
+        return {row[0]: _node(row) for row in rows if row[1] is not None}
 
     def nodes_at_level(self, level: int, *, embeddings: bool = False) -> Iterator[Node]:
         for row in self._rows("nodes_at_level", level=level, embeddings=embeddings):

@@ -118,6 +118,22 @@ class SqliteStore:
         finally:
             self._in_transaction = False
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction (WAL): every read inside sees the state of one commit,
+        not a batch's nodes with the documents of the batch before it."""
+        if self._in_transaction:
+            yield  # inside a transaction already: it is the snapshot
+            return
+        self._conn.execute("BEGIN DEFERRED")
+        self._in_transaction = True
+        try:
+            self._see_other_writers()
+            yield
+        finally:
+            self._in_transaction = False
+            self._conn.execute("COMMIT")
+
     def _q(self, sql: str, *params: Any) -> list[sqlite3.Row]:
         return self._conn.execute(sql, params).fetchall()
 
