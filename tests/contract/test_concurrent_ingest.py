@@ -136,7 +136,7 @@ def test_readers_during_an_ingest_see_whole_batches(
     whole number of batches (or all its chunks), the chunks counted match the
     documents' bookkeeping, and every chunk an answer quotes exists."""
     if store_location.startswith("bolt://"):
-        # Known gap (docs/reliability-faults.md): a read beside a Neo4j writer can fail
+        # Known gap (docs/reliability.md): a read beside a Neo4j writer can fail
         # with Neo.TransientError.Transaction.Outdated ("outdated read"), which the
         # store's reads do not retry yet.
         request.applymarker(pytest.mark.xfail(reason="Neo4j reads are not retried"))

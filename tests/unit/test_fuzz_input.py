@@ -75,7 +75,7 @@ raw = st.one_of(
     st.binary(max_size=600),
     st.lists(st.one_of(encoded, st.binary(max_size=8)), max_size=8).map(b"".join),
 )
-# CAM_FUZZ_EXAMPLES=2000 for a longer run than CI's (docs/reliability-faults.md)
+# CAM_FUZZ_EXAMPLES=2000 for a longer run than CI's (docs/reliability.md)
 FUZZ = settings(
     max_examples=int(os.environ.get("CAM_FUZZ_EXAMPLES", "40")),
     deadline=None,
