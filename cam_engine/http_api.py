@@ -206,6 +206,17 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
+def json_object(body: bytes) -> dict[str, Any]:
+    """A reply's JSON object; ``Transient`` (retried) when it is not one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise Transient("malformed JSON in the response") from None
+    if not isinstance(data, dict):
+        raise Transient("malformed response: not a JSON object")
+    return data
+
+
 def error_detail(body: bytes, *, result_key: str = "choices") -> str:
     """The server's error message from a JSON error body, else the start of the body
     (nothing for a body that holds ``result_key``: a reply, not an error)."""

@@ -1,8 +1,7 @@
 """A private Neo4j server for tests that stop or kill it: docker/neo4j-local with its own
 home (under a temporary folder), free ports and the cached jars linked in, so a shared
 server is never touched. Used by ``python -m cam_engine.bench.crash --store neo4j`` and
-tests/integration/test_crash.py (tests/integration/test_neo4j_faults.py does the same
-with pytest fixtures).
+tests/integration/test_crash.py and test_neo4j_faults.py.
 """
 
 from __future__ import annotations
@@ -32,14 +31,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _script_default(variable: str) -> str:
+def script_default(variable: str) -> str:
     match = re.search(rf'"\$\{{{variable}:-([^}}]+)\}}"', SCRIPT.read_text(encoding="utf-8"))
     if not match:
         raise Neo4jUnavailable(f"{variable} has no default in {SCRIPT}")
     return match.group(1)
 
 
-def _find_java() -> Path | None:
+def find_java() -> Path | None:
     if os.environ.get("NEO4J_LOCAL_JAVA_HOME"):
         candidates = [Path(os.environ["NEO4J_LOCAL_JAVA_HOME"])]
     else:
@@ -48,8 +47,8 @@ def _find_java() -> Path | None:
     return next((c for c in candidates if (c / "bin" / "java").is_file()), None)
 
 
-def _cached_jars() -> Path:
-    version = os.environ.get("NEO4J_LOCAL_VERSION") or _script_default("NEO4J_LOCAL_VERSION")
+def cached_jars() -> Path:
+    version = os.environ.get("NEO4J_LOCAL_VERSION") or script_default("NEO4J_LOCAL_VERSION")
     default = Path.home() / ".cache" / "cam-engine" / f"neo4j-{version}"
     jars = Path(os.environ.get("NEO4J_LOCAL_HOME") or default)
     if (
@@ -63,7 +62,7 @@ def _cached_jars() -> Path:
     return jars
 
 
-def _link_jars(home: Path, jars: Path) -> dict[str, str]:
+def link_jars(home: Path, jars: Path) -> dict[str, str]:
     """Link each cached jar into ``home`` (never share the folders: the script empties
     them when it fetches jars again); the version settings that make them count as cached."""
     marker = jars / "lib" / ".neo4j-local-jars"
@@ -86,7 +85,7 @@ class PrivateNeo4j:
     def __init__(self, home: Path) -> None:
         if not SCRIPT.is_file() or shutil.which("bash") is None:
             raise Neo4jUnavailable(f"{SCRIPT} or bash is missing")
-        if _find_java() is None:
+        if find_java() is None:
             raise Neo4jUnavailable("no OpenJDK 17/21 under /usr/lib/jvm (or NEO4J_LOCAL_JAVA_HOME)")
         self.home = home
         bolt = free_port()
@@ -94,7 +93,7 @@ class PrivateNeo4j:
         self.uri = f"bolt://127.0.0.1:{bolt}"
         self.env = {
             **os.environ,
-            **_link_jars(home, _cached_jars()),
+            **link_jars(home, cached_jars()),
             "NEO4J_LOCAL_HOME": str(home),
             "NEO4J_LOCAL_BOLT_PORT": str(bolt),
             "NEO4J_LOCAL_HTTP_PORT": str(http),

@@ -10,7 +10,6 @@ match it (and a memory's recorded ``embed_dim``, when one is given).
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -22,7 +21,7 @@ import numpy as np
 from cam_engine.config import Environment
 from cam_engine.embed.base import normalize_rows
 from cam_engine.errors import ConfigError, EmbeddingError
-from cam_engine.http_api import JsonEndpoint, Transient, error_detail
+from cam_engine.http_api import JsonEndpoint, Transient, error_detail, json_object
 
 logger = logging.getLogger(__name__)
 
@@ -196,12 +195,7 @@ class OpenAICompatibleEmbedder:
 def _parse(body: bytes, count: int) -> np.ndarray:
     """The (count, dim) float32 matrix of an embeddings reply, rows in input order;
     ``Transient`` (retried) for a reply that is not one."""
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise Transient("malformed JSON in the response") from None
-    if not isinstance(data, dict):
-        raise Transient("malformed response: not a JSON object")
+    data = json_object(body)
     items = data.get("data")
     if not isinstance(items, list) or not items:
         detail = error_detail(body, result_key="data")

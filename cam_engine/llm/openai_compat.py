@@ -12,7 +12,6 @@ One instance holds only settings, so it may be shared between threads.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from typing import Any
 
 from cam_engine.config import Environment
 from cam_engine.errors import ConfigError, LLMError
-from cam_engine.http_api import JsonEndpoint, Transient, error_detail
+from cam_engine.http_api import JsonEndpoint, Transient, error_detail, json_object
 from cam_engine.llm.base import Completion, Message, Usage
 
 logger = logging.getLogger(__name__)
@@ -135,12 +134,7 @@ class OpenAICompatibleChat:
     # -- one reply ---------------------------------------------------------------------
 
     def _parse(self, body: bytes) -> tuple[str, int, int]:
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise Transient("malformed JSON in the response") from None
-        if not isinstance(data, dict):
-            raise Transient("malformed response: not a JSON object")
+        data = json_object(body)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             detail = error_detail(body)

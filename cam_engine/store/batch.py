@@ -181,10 +181,6 @@ class BatchStore:
     def upsert_document(self, document: DocumentRecord) -> None:
         self._s.documents[document.id] = self._change.documents[document.id] = document
 
-    def documents(self) -> list[DocumentRecord]:
-        return [self._s.documents[i] for i in sorted(self._s.documents)]
-
-    # --- nodes -------------------------------------------------------------------------------
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         return {i for i in ids if i in self._s.nodes}
 
@@ -241,10 +237,6 @@ class BatchStore:
     def infos_at_positions(self, doc_id: str, positions: Iterable[int]) -> list[NodeInfo]:
         """The chunks of a document at these positions, without text (no store call)."""
         return [self._s.nodes[i] for i in sorted(self.chunk_ids_near(doc_id, positions))]
-
-    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
-        ids = self.chunk_ids_near(doc_id, positions)
-        return list(self.get_nodes(ids, embeddings=True).values())
 
     def nearest(self, level: int, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """The top ``k`` chunks (level 0) by cosine, as this batch has left them: an

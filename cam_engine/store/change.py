@@ -94,18 +94,6 @@ class GraphChange:
             self.replicas.pop(replica_id, None)
             self.deleted_replicas.add(replica_id)
 
-    def summary(self) -> dict[str, int]:
-        """How many rows of each kind the change writes (for logs and benchmarks)."""
-        return {
-            "nodes": len(self.nodes),
-            "deleted_nodes": len(self.deleted_nodes),
-            "edges": len(self.edges),
-            "deleted_edges": len(self.deleted_edges),
-            "replicas": len(self.replicas),
-            "deleted_replicas": len(self.deleted_replicas),
-            "members": len(self.members),
-        }
-
 
 def apply_change(store: BuilderStore, change: GraphChange) -> None:
     """Write ``change`` with the store's bulk verbs, in an order that leaves the graph

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
-import socket
 import subprocess
 import sys
 import uuid
@@ -25,6 +23,14 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cam_engine import Memory
+from cam_engine.bench.neo4j_private import (
+    SCRIPT,
+    Neo4jUnavailable,
+    cached_jars,
+    find_java,
+    free_port,
+    link_jars,
+)
 from cam_engine.chunking import chunk_document
 from cam_engine.cli.main import cli
 from cam_engine.config import Settings
@@ -40,7 +46,6 @@ from tests.invariants import check_memory
 
 pytestmark = pytest.mark.neo4j
 
-SCRIPT = Path(__file__).resolve().parents[2] / "docker" / "neo4j-local"
 DOCUMENT = "haystacks/paul_graham/gap.txt"
 DOC_ID = "gap"
 BATCH = 32
@@ -48,12 +53,6 @@ STOP_AFTER = 2  # whole batches committed before the server is stopped inside th
 # An authenticated server (e.g. docker/docker-compose.yml) for the wrong-password case.
 AUTH_URI = os.environ.get("CAM_TEST_NEO4J_AUTH_URI")
 AUTH_USER = os.environ.get("CAM_TEST_NEO4J_AUTH_USER", "neo4j")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def assert_one_line_naming(message: str, uri: str) -> None:
@@ -127,30 +126,6 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-def script_default(variable: str) -> str:
-    """A default of docker/neo4j-local (e.g. the Neo4j version), read from the script."""
-    match = re.search(rf'"\$\{{{variable}:-([^}}]+)\}}"', SCRIPT.read_text(encoding="utf-8"))
-    assert match, f"{variable} has no default in {SCRIPT}"
-    return match.group(1)
-
-
-def find_java() -> Path | None:
-    """The JDK docker/neo4j-local would pick (it checks the version itself)."""
-    if os.environ.get("NEO4J_LOCAL_JAVA_HOME"):
-        candidates = [Path(os.environ["NEO4J_LOCAL_JAVA_HOME"])]
-    else:
-        jvm = Path("/usr/lib/jvm")
-        candidates = [p for v in (17, 21) for p in sorted(jvm.glob(f"java-{v}-openjdk*"))]
-    return next((c for c in candidates if (c / "bin" / "java").is_file()), None)
-
-
-def shared_home() -> Path:
-    """Where the shared server keeps its jars (docker/neo4j-local's default home)."""
-    version = os.environ.get("NEO4J_LOCAL_VERSION") or script_default("NEO4J_LOCAL_VERSION")
-    default = Path.home() / ".cache" / "cam-engine" / f"neo4j-{version}"
-    return Path(os.environ.get("NEO4J_LOCAL_HOME") or default)
-
-
 @dataclass
 class Instance:
     """One docker/neo4j-local server: its own home and ports."""
@@ -174,47 +149,22 @@ class Instance:
         return Neo4jStore.connect(self.uri, memory)
 
 
-def private_home(home: Path, jars: Path) -> dict[str, str]:
-    """A home whose lib/ and plugins/ link each cached jar (never the shared folders,
-    which the script would empty if it decided to fetch jars again); returns the
-    version settings under which the script takes those jars as cached."""
-    marker = jars / "lib" / ".neo4j-local-jars"
-    # First line: "neo4j=5.26.30 browser=5.24.0 apoc=5.26.19"
-    versions = dict(item.split("=", 1) for item in marker.read_text().splitlines()[0].split())
-    for folder in ("lib", "plugins"):
-        (home / folder).mkdir(parents=True)
-        for jar in sorted((jars / folder).glob("*.jar")):
-            (home / folder / jar.name).symlink_to(jar)
-    shutil.copy(marker, home / "lib" / marker.name)
-    return {
-        "NEO4J_LOCAL_VERSION": versions["neo4j"],
-        "NEO4J_LOCAL_BROWSER_VERSION": versions["browser"],
-        "NEO4J_LOCAL_APOC_VERSION": versions["apoc"],
-    }
-
-
 @pytest.fixture(scope="module")
 def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
     if not SCRIPT.is_file() or shutil.which("bash") is None:
         unavailable(f"{SCRIPT} or bash is missing")
     if find_java() is None:
         unavailable("no OpenJDK 17/21 under /usr/lib/jvm (or NEO4J_LOCAL_JAVA_HOME)")
-    jars = shared_home()
-    version = os.environ.get("NEO4J_LOCAL_VERSION") or script_default("NEO4J_LOCAL_VERSION")
-    if (
-        not (jars / "lib" / f"neo4j-{version}.jar").is_file()
-        or not (jars / "lib" / ".neo4j-local-jars").is_file()
-    ):
-        unavailable(
-            f"no cached Neo4j {version} jars in {jars}/lib: run `docker/neo4j-local start` "
-            "once (it fetches them with Maven)"
-        )
+    try:
+        jars = cached_jars()
+    except Neo4jUnavailable as exc:
+        unavailable(str(exc))
     home = tmp_path_factory.mktemp("neo4j-faults")
     bolt = free_port()
     http = next(port for port in iter(free_port, None) if port != bolt)
     env = {
         **os.environ,
-        **private_home(home, jars),
+        **link_jars(home, jars),
         "NEO4J_LOCAL_HOME": str(home),
         "NEO4J_LOCAL_BOLT_PORT": str(bolt),
         "NEO4J_LOCAL_HTTP_PORT": str(http),
