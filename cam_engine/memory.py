@@ -324,9 +324,10 @@ class Memory:
 
     # --- reading ---------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
-        with self.store.snapshot():  # the counts and the documents of one commit
-            data = self.store.stats()
-            documents = self.store.documents()
+        # The counts and the documents of one commit.
+        data, documents = self.store.read_snapshot(
+            lambda: (self.store.stats(), self.store.documents())
+        )
         # A document whose ingest was interrupted: running the same ingest completes it.
         partial = [
             {"id": d.id, "chunks": d.chunks, "total": d.total}

@@ -15,11 +15,11 @@ works on a ``store.batch.BatchStore`` and the batch's change is written at its e
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from cam_engine.types import Edge, Node, Replica, ViewNode
 if TYPE_CHECKING:
     from cam_engine.store.change import GraphChange
     from cam_engine.store.structure import StructureRows
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,10 +72,11 @@ class StoreBase(Protocol):
 
     def transaction(self) -> AbstractContextManager[None]: ...
 
-    def snapshot(self) -> AbstractContextManager[None]:
-        """Reads that see one committed state, without taking the write lock (a reader
-        beside an ingest: ``cam stats``). SQLite: one read transaction. Neo4j: each read
-        is its own statement (READ COMMITTED has no multi-statement snapshot)."""
+    def read_snapshot(self, read: Callable[[], T]) -> T:
+        """``read()``, whose reads all see one committed state, without taking the
+        write lock (a reader beside an ingest: ``cam stats``). SQLite: one read
+        transaction. Neo4j, READ COMMITTED statement by statement: ``read()`` runs again
+        until two runs agree with the memory's generation unchanged around them."""
         ...
 
 

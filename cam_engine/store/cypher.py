@@ -29,6 +29,20 @@ def load_query(name: str) -> str:
         raise StoreError(f"no Cypher file {name}.cypher in the package") from exc
 
 
+# Clauses that write (or need an auto-commit transaction). Our Cypher files write them
+# in capitals; comments are dropped first, so prose in a comment never counts.
+_WRITE_CLAUSE = re.compile(r"\b(CREATE|MERGE|SET|DELETE|REMOVE|DROP|FOREACH|IN TRANSACTIONS)\b")
+
+
+@cache
+def is_read_only(name: str) -> bool:
+    """Whether a query only reads: such queries run as retried read transactions."""
+    code = "\n".join(
+        line for line in load_query(name).splitlines() if not line.lstrip().startswith("//")
+    )
+    return _WRITE_CLAUSE.search(code) is None
+
+
 def statements(name: str) -> list[str]:
     """The statements of a multi-statement file (split on ';'), comments dropped."""
     body = "\n".join(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ import numpy as np
 
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError
-from cam_engine.store.base import DocumentRecord, cluster_shape
+from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, query_terms
 from cam_engine.store.migrations import migrate
@@ -118,18 +118,16 @@ class SqliteStore:
         finally:
             self._in_transaction = False
 
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """A read transaction (WAL): every read inside sees the state of one commit,
-        not a batch's nodes with the documents of the batch before it."""
+    def read_snapshot(self, read: Callable[[], T]) -> T:
+        """``read()`` in one read transaction (WAL): every read sees the state of one
+        commit, not a batch's nodes with the documents of the batch before it."""
         if self._in_transaction:
-            yield  # inside a transaction already: it is the snapshot
-            return
+            return read()  # inside a transaction already: it is the snapshot
         self._conn.execute("BEGIN DEFERRED")
         self._in_transaction = True
         try:
             self._see_other_writers()
-            yield
+            return read()
         finally:
             self._in_transaction = False
             self._conn.execute("COMMIT")

@@ -130,16 +130,12 @@ def test_readers_during_an_ingest_see_whole_batches(
     memory_name: str,
     essays: list[Path],
     tmp_path: Path,
-    request: pytest.FixtureRequest,
 ) -> None:
     """`cam stats` and `cam ask` while another process ingests: every document holds a
     whole number of batches (or all its chunks), the chunks counted match the
-    documents' bookkeeping, and every chunk an answer quotes exists."""
-    if store_location.startswith("bolt://"):
-        # Known gap (docs/reliability.md): a read beside a Neo4j writer can fail
-        # with Neo.TransientError.Transaction.Outdated ("outdated read"), which the
-        # store's reads do not retry yet.
-        request.applymarker(pytest.mark.xfail(reason="Neo4j reads are not retried"))
+    documents' bookkeeping (one commit: store.read_snapshot), and every chunk an answer
+    quotes exists. On Neo4j the reads also meet outdated-read errors, which are
+    retried."""
     path = tmp_path / "long.txt"  # many batches: the essays one after the other
     path.write_text("\n\n".join(p.read_text() for p in essays * 3))
     finish(cam_process(store_location, memory_name, str(essays[0])))  # a memory to read
@@ -155,10 +151,7 @@ def test_readers_during_an_ingest_see_whole_batches(
         for done, total in chunks.values():
             assert done == total or done % BATCH == 0, chunks
         level0 = next(row["nodes"] for row in data["levels"] if row["level"] == 0)
-        if not store_location.startswith("bolt://"):
-            # One read transaction (SqliteStore.snapshot). Neo4j reads statement by
-            # statement (READ COMMITTED): its counts may be a batch apart (known gap).
-            assert level0 == sum(done for done, _ in chunks.values()), (level0, chunks)
+        assert level0 == sum(done for done, _ in chunks.values()), (level0, chunks)
         seen.add(chunks.get(path.name, (0, 0))[0])
         answer = CliRunner().invoke(cli, ["ask", "What is a startup?", "--json"], env=env)
         assert answer.exit_code == 0, answer.output

@@ -11,6 +11,7 @@ from cam_engine.errors import StoreError
 from cam_engine.store.cypher import (
     check_identifier,
     declared_parameters,
+    is_read_only,
     load_query,
     statements,
     used_parameters,
@@ -51,3 +52,20 @@ def test_bad_names_are_refused() -> None:
     with pytest.raises(StoreError, match="invalid index name"):
         check_identifier("x) DETACH DELETE n //", "index name")
     assert check_identifier("cam_embedding", "index name") == "cam_embedding"
+
+
+WRITE_PREFIXES = ("upsert_", "delete_", "set_", "save_", "clear_", "lock_", "allocate_", "link_")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_writes_are_never_run_as_retried_reads(name: str) -> None:
+    """Neo4jStore runs read-only files as managed read transactions, which the driver
+    may run again: a write misread as a read could be applied twice, or refused."""
+    if name.startswith(WRITE_PREFIXES) or name == "schema":
+        assert not is_read_only(name), name
+
+
+def test_reads_are_recognised_and_comments_do_not_count() -> None:
+    assert is_read_only("get_nodes") and is_read_only("counters") and is_read_only("stats")
+    # counters.cypher's comment says "packed"; set_counters' says "Sets": only code counts.
+    assert not is_read_only("set_counters") and not is_read_only("lock_generation")
