@@ -140,7 +140,8 @@ class Neo4jStore:
                 if is_read_only(query_name):
                     # A managed read transaction: the driver retries transient errors
                     # such as an outdated read beside a writer's commit.
-                    return session.execute_read(_records, query, params)
+                    records: list[dict[str, Any]] = session.execute_read(_records, query, params)
+                    return records
                 # Writes outside a batch run once: retrying one whose commit was sent
                 # but not acknowledged could apply it twice.
                 return _records(session, query, params)
@@ -226,7 +227,7 @@ class Neo4jStore:
         )
 
     def _generation(self) -> int:
-        return dict(self._rows("counters")).get(GENERATION, 0)
+        return int(dict(self._rows("counters")).get(GENERATION, 0))
 
     def _close_session(self) -> None:
         if self._session is not None:
