@@ -7,9 +7,12 @@ compare the memory row by row with a clean ingest of the same book.
 Each point is one fresh memory: ``cam ingest`` runs in a subprocess with a fault knob
 (cam_engine/faults.py) and dies by SIGKILL at a named checkpoint's Nth hit
 (``embedded``, ``before_apply``, ``writing``, ``applied``, ``committed``), or after a
-delay (``timer``). With ``--store neo4j`` every other point instead pauses the ingest
-at a checkpoint, SIGKILLs the server's JVM, restarts the server and lets the ingest
-fail. Then the same command runs again (the resume) and the memory must equal the
+delay (``timer``). With ``--store neo4j`` the points rotate over four failures: the
+ingest SIGKILLed; the server's JVM SIGKILLed while the ingest is paused at a
+checkpoint (then restarted); and, through a proxy (bench/tcp_cut.py), the connection
+between them cut at the pause (``drop``) or the next reply lost after its request
+reached the server (``reply``: at ``applied``, the COMMIT is applied and the ingest
+never hears so). Then the same command runs again (the resume) and the memory must equal the
 clean one: nodes (vectors rounded), edges, replicas, memberships, documents, counters
 and settings, and the levels of ``cam stats --json``. The counters include the
 generation (committed batch writes): a killed batch never committed and a resumed
@@ -44,7 +47,9 @@ from typing import Any
 import numpy as np
 
 from cam_engine.bench.neo4j_private import PrivateNeo4j
+from cam_engine.bench.tcp_cut import CuttableProxy
 from cam_engine.config import Settings
+from cam_engine.errors import CamError
 from cam_engine.faults import CHECKPOINTS
 from cam_engine.store.base import GraphStore, open_store
 
@@ -52,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 TIMER = "timer"
 PHASES = (*CHECKPOINTS, TIMER)
+# What fails at a point: the ingest process, the Neo4j server's JVM, or the connection
+# between them (closed at once, or the next reply lost).
+INGEST, SERVER, DROP, REPLY = "ingest", "server", "drop", "reply"
+TARGETS = (INGEST, SERVER, DROP, REPLY)
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 DEFAULT_BOOK = SHARED_DATA / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
 KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
@@ -90,24 +99,24 @@ class Book:
 
 @dataclass(frozen=True)
 class Point:
-    """Where one run is killed: a checkpoint's Nth hit, or ``delay`` seconds in (timer);
-    ``server``: the Neo4j server's JVM is killed there instead of the ingest."""
+    """Where one run fails: a checkpoint's Nth hit, or ``delay`` seconds in (timer);
+    and what fails there (``target``, one of TARGETS; only the ingest has a timer)."""
 
     phase: str
     hit: int = 0
     delay: float = 0.0
-    server: bool = False
+    target: str = INGEST
 
     @property
     def label(self) -> str:
         where = f"{TIMER}:{self.delay:.2f}s" if self.phase == TIMER else f"{self.phase}:{self.hit}"
-        return f"server@{where}" if self.server else where
+        return where if self.target == INGEST else f"{self.target}@{where}"
 
 
 @dataclass
 class PointResult:
     point: str
-    killed: bool  # the kill happened before the ingest finished
+    killed: bool  # the ingest died or failed before it finished
     crash_rc: int | None
     resume_rc: int
     identical: bool
@@ -117,6 +126,9 @@ class PointResult:
     extra: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     note: str = ""
+    failure: str = ""  # the failed ingest's last line (its error), when it printed one
+    # Per document, the chunks stored when the ingest failed (before the resume).
+    stored_at_failure: dict[str, int] = field(default_factory=dict)
 
 
 # --- running cam ---------------------------------------------------------------------------
@@ -282,29 +294,42 @@ def _crash_process(book: Book, store: str, memory: str, point: Point) -> tuple[b
     return True, process.returncode
 
 
-def _crash_server(
+def _fail_beside(
     book: Book, server: PrivateNeo4j, memory: str, point: Point, folder: Path
-) -> tuple[bool, int | None]:
-    """Pause the ingest at ``point``, SIGKILL the server's JVM, let the ingest fail,
-    and start the server again."""
+) -> tuple[bool, int | None, str]:
+    """Pause the ingest at ``point``, fail what ``point.target`` names there (the
+    server's JVM SIGKILLed, or the connection cut through a proxy), end the pause and
+    let the ingest carry on or fail; then start the server again if it was killed.
+    Returns (the ingest failed, its return code, its output)."""
+    proxy = None
+    if point.target in (DROP, REPLY):
+        proxy = CuttableProxy("127.0.0.1", int(server.uri.rsplit(":", 1)[1]))
     marker = folder / f"pause-{uuid.uuid4().hex}"
-    process = start_cam(
-        book.ingest_args(server.uri, memory),
-        CAM_PAUSE_AT=f"{point.phase}:{point.hit}",
-        CAM_PAUSE_FILE=str(marker),
-    )
-    deadline = time.monotonic() + 600
-    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if not marker.exists():
-        output = process.communicate(timeout=60)[0] if process.poll() is not None else ""
-        process.kill()
-        raise RuntimeError(f"{point.label}: the ingest never paused:\n{output}")
-    server.kill()
-    marker.unlink()
-    process.communicate(timeout=600)
-    server.start()
-    return True, process.returncode
+    try:
+        process = start_cam(
+            book.ingest_args(proxy.uri() if proxy else server.uri, memory),
+            CAM_PAUSE_AT=f"{point.phase}:{point.hit}",
+            CAM_PAUSE_FILE=str(marker),
+        )
+        deadline = time.monotonic() + 600
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not marker.exists():
+            output = process.communicate(timeout=60)[0] if process.poll() is not None else ""
+            process.kill()
+            raise RuntimeError(f"{point.label}: the ingest never paused:\n{output}")
+        if point.target == SERVER:
+            server.kill()
+        elif proxy is not None:
+            proxy.drop() if point.target == DROP else proxy.lose_next_reply()
+        marker.unlink()
+        output = process.communicate(timeout=600)[0]
+    finally:
+        if proxy is not None:
+            proxy.close()
+    if point.target == SERVER:
+        server.start()
+    return process.returncode != 0, process.returncode, output
 
 
 def run_point(
@@ -317,14 +342,17 @@ def run_point(
     server: PrivateNeo4j | None = None,
     folder: Path | None = None,
 ) -> PointResult:
-    """Kill at ``point``, resume, compare with ``reference``."""
+    """Fail at ``point``, resume, compare with ``reference``."""
     start = time.perf_counter()
-    if point.server:
+    output = ""
+    if point.target != INGEST:
         if server is None or folder is None:
-            raise ValueError("a server point needs the server and a folder for the marker")
-        killed, crash_rc = _crash_server(book, server, memory, point, folder)
+            raise ValueError(f"a {point.target} point needs the server and a folder")
+        killed, crash_rc, output = _fail_beside(book, server, memory, point, folder)
     else:
         killed, crash_rc = _crash_process(book, store, memory, point)
+    lines = [line for line in output.splitlines() if line.strip()]
+    stored = _stored_chunks(store, memory)
     resumed = cam(book.ingest_args(store, memory))
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
@@ -352,32 +380,48 @@ def run_point(
         extra=extra,
         seconds=round(time.perf_counter() - start, 2),
         note=note,
+        failure=lines[-1] if killed and lines else "",
+        stored_at_failure=stored,
     )
+
+
+def _stored_chunks(store: str, memory: str) -> dict[str, int]:
+    """Per document, the chunks its committed batches hold (none: no memory yet)."""
+    try:
+        opened = open_store(store, memory, create=False)
+    except CamError:
+        return {}
+    try:
+        return {d.id: d.chunks for d in opened.documents()}
+    finally:
+        opened.close()
 
 
 # --- the sweep -------------------------------------------------------------------------------
 
 
-def spread_points(count: int, batches: int, seconds: float, *, server: bool) -> list[Point]:
-    """``count`` points, round-robin over the phases, each phase's hits spread evenly from
-    the first batch to the last (timer delays from 10% to 95% of a clean run). With
-    ``server``, every other point kills the server (at a checkpoint) instead."""
-    kinds: list[tuple[str, bool]] = []
+def spread_points(
+    count: int, batches: int, seconds: float, *, targets: tuple[str, ...] = (INGEST,)
+) -> list[Point]:
+    """``count`` points, round-robin over ``targets`` and, within each, over its phases
+    (the ingest's include the timer); each (target, phase)'s hits spread evenly from the
+    first batch to the last (timer delays from 10% to 95% of a clean run)."""
+    kinds: list[tuple[str, str]] = []
     for i in range(count):
-        on_server = server and i % 2 == 1
-        phases = CHECKPOINTS if on_server else PHASES
-        kinds.append((phases[(i // 2 if server else i) % len(phases)], on_server))
+        target = targets[i % len(targets)]
+        phases = PHASES if target == INGEST else CHECKPOINTS
+        kinds.append((phases[(i // len(targets)) % len(phases)], target))
     totals = Counter(kinds)
-    seen: Counter[tuple[str, bool]] = Counter()
+    seen: Counter[tuple[str, str]] = Counter()
     points = []
-    for phase, on_server in kinds:
-        k, m = seen[(phase, on_server)], totals[(phase, on_server)]
-        seen[(phase, on_server)] += 1
+    for phase, target in kinds:
+        k, m = seen[(phase, target)], totals[(phase, target)]
+        seen[(phase, target)] += 1
         share = k / (m - 1) if m > 1 else 0.5
         if phase == TIMER:
             points.append(Point(TIMER, delay=round(seconds * (0.1 + 0.85 * share), 2)))
         else:
-            points.append(Point(phase, hit=1 + round(share * (batches - 1)), server=on_server))
+            points.append(Point(phase, hit=1 + round(share * (batches - 1)), target=target))
     return points
 
 
@@ -420,7 +464,10 @@ def _target(kind: str, folder: Path) -> Iterator[tuple[Callable[[int], str], Pri
         server.stop()
 
 
-def sweep(book: Book, kind: str, count: int, *, kill: str = "both") -> dict[str, Any]:
+KILL_CHOICES = {"all": TARGETS, "both": (INGEST, SERVER), "process": (INGEST,)}
+
+
+def sweep(book: Book, kind: str, count: int, *, kill: str = "all") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cam-crash-") as tmp:
         folder = Path(tmp)
         with _target(kind, folder) as (location, server):
@@ -429,7 +476,7 @@ def sweep(book: Book, kind: str, count: int, *, kill: str = "both") -> dict[str,
                 count,
                 reference.batches,
                 reference.seconds,
-                server=server is not None and kill == "both",
+                targets=KILL_CHOICES[kill] if server is not None else (INGEST,),
             )
             results = []
             for i, point in enumerate(points):
@@ -453,9 +500,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunk-tokens", type=int, default=200)
     parser.add_argument(
         "--kill",
-        choices=("both", "process"),
-        default="both",
-        help="neo4j: kill the server's JVM at every other point (both) or never (process)",
+        choices=tuple(KILL_CHOICES),
+        default="all",
+        help=(
+            "neo4j: what fails, in turn: the ingest, the server's JVM and the connection "
+            "(dropped, or a reply lost) (all); the ingest and the JVM (both); the ingest "
+            "(process)"
+        ),
     )
     parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each point")

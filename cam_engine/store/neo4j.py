@@ -191,7 +191,8 @@ class Neo4jStore:
                 # The commit may or may not have reached the server: stored chunks are
                 # skipped when the work is run again, so either way it resumes.
                 raise StoreUnavailableError(
-                    f"lost Neo4j at {self._uri} while committing the batch: {_first_line(exc)}"
+                    f"lost Neo4j at {self._uri} while committing a batch, which may or may "
+                    f"not have been applied (the resume finds out): {_first_line(exc)}"
                 ) from exc
             except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
                 raise StoreError(

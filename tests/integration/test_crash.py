@@ -18,7 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from cam_engine.bench.crash import Book, Point, PointResult, Reference, clean_ingest, run_point
+from cam_engine.bench.crash import (
+    DROP,
+    INGEST,
+    REPLY,
+    SERVER,
+    Book,
+    Point,
+    PointResult,
+    Reference,
+    clean_ingest,
+    run_point,
+)
 from cam_engine.bench.neo4j_private import Neo4jUnavailable, PrivateNeo4j
 from tests.conftest import shared_file
 
@@ -106,8 +117,13 @@ def neo4j_reference(book: Book, server: PrivateNeo4j) -> Reference:
 
 NEO4J_POINTS = [
     Point("applied", 3),  # the ingest SIGKILLed inside an open transaction
-    Point("applied", 4, server=True),  # the JVM SIGKILLed with a batch written, not committed
-    Point("committed", 2, server=True),  # the JVM SIGKILLed right after a commit
+    Point("applied", 4, target=SERVER),  # the JVM SIGKILLed, a batch written, not committed
+    Point("committed", 2, target=SERVER),  # the JVM SIGKILLed right after a commit
+    # The connection cut just before the COMMIT is sent: the server rolls the batch back.
+    Point("applied", 5, target=DROP),
+    # The COMMIT reaches the server and is applied; its reply is lost: the ingest cannot
+    # know the batch committed, and the resume must find out from the store.
+    Point("applied", 6, target=REPLY),
 ]
 
 
@@ -120,6 +136,14 @@ def test_neo4j_ingest_or_server_killed_resumes_to_the_clean_memory(
     result = run_point(
         book, server.uri, memory, point, neo4j_reference, server=server, folder=tmp_path
     )
-    if point.server:
+    if point.target != INGEST:
         assert result.crash_rc not in (0, -9), "the ingest should fail with the server gone"
+        # One line saying what happened and that the same command resumes.
+        assert result.failure.startswith("Error: lost Neo4j at"), result
+        assert result.failure.endswith("run the same command again to resume"), result
+    if point.target in (DROP, REPLY):
+        # Cut while batch N (point.hit) waited to commit: it is in the store only if
+        # its COMMIT reached the server.
+        committed = point.hit if point.target == REPLY else point.hit - 1
+        assert result.stored_at_failure == {book.path.name: committed * BATCH}, result
     assert_resumed_as_clean(result)
