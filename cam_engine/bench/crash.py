@@ -325,6 +325,21 @@ def run_point(
         killed, crash_rc = _crash_server(book, server, memory, point, folder)
     else:
         killed, crash_rc = _crash_process(book, store, memory, point)
+    return resume(book, store, memory, reference, point.label, killed, crash_rc, start)
+
+
+def resume(
+    book: Book,
+    store: str,
+    memory: str,
+    reference: Reference,
+    label: str,
+    killed: bool,
+    crash_rc: int | None,
+    start: float,
+) -> PointResult:
+    """Run the same ingest again after a failed one, and compare the memory with
+    ``reference`` (``start``: when the point began, on ``time.perf_counter``)."""
     resumed = cam(book.ingest_args(store, memory))
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
@@ -341,7 +356,7 @@ def run_point(
         finally:
             opened.close()
     return PointResult(
-        point=point.label,
+        point=label,
         killed=killed,
         crash_rc=crash_rc,
         resume_rc=resumed.returncode,
