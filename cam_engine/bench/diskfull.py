@@ -2,6 +2,7 @@
 with room, and the memory must equal a clean ingest row by row.
 
     python -m cam_engine.bench.diskfull --points 20
+    python -m cam_engine.bench.diskfull --points 20 --seed OTHER_BOOK
 
 The room is a file size limit (RLIMIT_FSIZE, ``ulimit -f``) on the ``cam`` process,
 with SIGXFSZ ignored so that a write past it fails with EFBIG instead of killing the
@@ -14,8 +15,13 @@ automatic checkpoint caps that checkpoint's growth of the database file instead.
 -shm file (32 KiB per 4096 WAL frames) stays far below any limit that lets a batch fit.
 
 The limits are spread from 5% to 100% of the smallest limit under which the whole
-ingest fits (found first, by bisection), so runs fail at the store's creation, in its
-first batches, in its last, and around the automatic checkpoint. Each failed run must
+ingest fits (found first, by bisection). On a fresh store a limit can only strike
+before the first automatic checkpoint: after it the WAL is reused from its start, and
+the database file stays smaller than the WAL was. With ``--seed`` every store first
+holds another book (memory "seed", checked unchanged after each point) in a database
+file larger than the WAL at its checkpoint, and the limits run from that file's size
+up: checkpoints then fail (SQLite ignores that and keeps appending to the WAL), and
+the WAL reaches the limit later in the ingest. Each failed run must
 exit non-zero with one line on stderr (no traceback) and keep only whole batches; the
 rerun without a limit must resume to the clean memory (crash.py's ``resume``: rows,
 ``cam stats`` levels and tests/invariants.py). It prints one JSON line
@@ -28,13 +34,14 @@ import argparse
 import json
 import logging
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +59,7 @@ from cam_engine.bench.crash import (
 
 logger = logging.getLogger(__name__)
 
+SEED_MEMORY = "seed"
 # Bisection for the smallest limit that fits a whole ingest stops at this precision.
 BISECT_STEP_BYTES = 16 << 10
 
@@ -121,15 +129,23 @@ def run_limit(book: Book, store: str, memory: str, limit: int, reference: Refere
     return FullResult(limit, done.returncode, done.stderr.splitlines(), kept, resumed)
 
 
-def smallest_fitting_limit(book: Book, folder: Path, high: int) -> int:
+def new_store(path: Path, template: Path | None) -> None:
+    """A fresh store at ``path``: nothing, or a copy of ``template`` (a seeded store
+    closed cleanly, so its WAL is checkpointed and gone)."""
+    if template is not None:
+        shutil.copyfile(template, path)
+
+
+def smallest_fitting_limit(book: Book, folder: Path, template: Path | None, high: int) -> int:
     """The smallest file size limit (to ``BISECT_STEP_BYTES``) under which the whole
     ingest succeeds; ``high`` must be one under which it does."""
-    low = 0
+    low = template.stat().st_size if template is not None else 0
     for i in range(64):
         if high - low <= BISECT_STEP_BYTES:
             break
         middle = (low + high) // 2
         store = folder / f"bisect{i}.db"
+        new_store(store, template)
         if limited_ingest(book, str(store), "m", middle).returncode == 0:
             high = middle
         else:
@@ -139,17 +155,41 @@ def smallest_fitting_limit(book: Book, folder: Path, high: int) -> int:
     return high
 
 
-def sweep(book: Book, count: int) -> dict[str, Any]:
+def seeded(book: Book, seed: Path, folder: Path) -> Path:
+    """A store holding ``seed`` (same settings) as memory "seed"."""
+    template = folder / "seed.db"
+    done = subprocess.run(
+        cam_argv(replace(book, path=seed).ingest_args(str(template), SEED_MEMORY)),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"seeding failed: {done.stderr[-2000:]}")
+    return template
+
+
+def sweep(book: Book, count: int, seed: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cam-diskfull-") as tmp:
         folder = Path(tmp)
         reference = clean_ingest(book, str(folder / "clean.db"), "m")
-        fits = smallest_fitting_limit(book, folder, high=1 << 30)
-        limits = [round(fits * (0.05 + 0.95 * i / max(count - 1, 1))) for i in range(count)]
-        results = []
+        template = seeded(book, seed, folder) if seed is not None else None
+        seed_rows = read_rows(str(template), SEED_MEMORY) if template is not None else None
+        base = template.stat().st_size if template is not None else 0
+        fits = smallest_fitting_limit(book, folder, template, high=1 << 30)
+        # Fresh: 5% to 100% of what fits. Seeded: from the seeded file's size on.
+        low = base if template is not None else 0.05 * fits
+        limits = [round(low + (fits - low) * i / max(count - 1, 1)) for i in range(count)]
+        results, others_intact = [], 0
         for i, limit in enumerate(limits):
-            result = run_limit(book, str(folder / f"full{i}.db"), "m", limit, reference)
+            store = folder / f"full{i}.db"
+            new_store(store, template)
+            result = run_limit(book, str(store), "m", limit, reference)
             logger.info("%s", json.dumps(asdict(result)))
             results.append(result)
+            if seed_rows is not None:
+                others_intact += read_rows(str(store), SEED_MEMORY) == seed_rows
     total = sum(1 for row in reference.rows["nodes"] if row[1] == 0)
     resumed = [r.resumed for r in results]
     summary: dict[str, Any] = {
@@ -159,6 +199,8 @@ def sweep(book: Book, count: int) -> dict[str, Any]:
         "chunk_tokens": book.chunk_tokens,
         "batches": reference.batches,
         "chunks": total,
+        "seed": None if seed is None else {"book": seed.name, "file_bytes": base},
+        "seed_memory_intact": others_intact if seed is not None else None,
         "smallest_fitting_limit": fits,
         "points": len(results),
         "failed_mid_ingest": sum(r.rc != 0 and 0 < r.chunks_kept < total for r in results),
@@ -192,20 +234,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--chunk-tokens", type=int, default=200)
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        help="first ingest this book into memory 'seed' of every store, and spread the "
+        "limits from that file's size: checkpoints then run into the limit too",
+    )
     parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each point")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    if args.points < 1 or not args.book.is_file():
-        parser.error("need --points >= 1 and an existing --book")
+    if args.points < 1 or not args.book.is_file() or (args.seed and not args.seed.is_file()):
+        parser.error("need --points >= 1, an existing --book and, if given, --seed")
     book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
-    summary = sweep(book, args.points)
+    summary = sweep(book, args.points, args.seed.resolve() if args.seed else None)
     results = summary.pop("results")
     if args.out is not None:
         args.out.write_text(json.dumps({**summary, "results": results}, indent=2) + "\n")
     print(json.dumps(summary))
     failed = summary["points"] - summary["finished"]
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]
+    ok = ok and summary["seed_memory_intact"] in (None, summary["points"])
     return 0 if ok and summary["one_line_errors"] == failed and not summary["resume_failed"] else 1
 
 
