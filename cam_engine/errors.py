@@ -32,6 +32,12 @@ class StoreUnavailableError(StoreError):
     with the memory, and the same work can be run again once the server is back."""
 
 
+class StoreWriteError(StoreError):
+    """The store refused a write (a full disk, a file size limit, an I/O error, a file
+    made read-only): the transaction in flight was rolled back, and what earlier ones
+    committed is intact, so the same work can be run again once the cause is gone."""
+
+
 class EmbeddingError(CamError):
     """The embedder could not be loaded or failed to embed."""
 

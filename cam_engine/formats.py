@@ -155,16 +155,54 @@ _NS = {
 }
 
 
-def epub_text(path: Path, data: bytes) -> str:
-    """The text of an EPUB's documents in spine (reading) order, separated by blank lines."""
+# A zip entry can inflate a thousandfold, so a small EPUB could unpack gigabytes into
+# memory (a zip bomb). Books are far smaller: the EPUB entries read here are text and
+# markup (images are never read), a few MB even for the longest novels, and more text
+# than this would take hours to embed anyway. The cap covers every entry read.
+MAX_EPUB_UNPACKED_BYTES = 256 << 20
+_UNPACK_CHUNK_BYTES = 1 << 20  # read and counted this much at a time
+
+
+class _Unpacker:
+    """Reads an EPUB's entries within ``limit`` bytes unpacked in all. An entry whose
+    header declares more than is left is refused before it is inflated; the bytes read
+    are counted too, in bounded chunks, in case a header understates its entry."""
+
+    def __init__(self, book: zipfile.ZipFile, path: Path, limit: int) -> None:
+        self.book, self.path, self.left, self.limit = book, path, limit, limit
+
+    def read(self, name: str) -> bytes:
+        info = self.book.getinfo(name)
+        if info.file_size > self.left:
+            raise self._too_big()
+        parts = []
+        with self.book.open(info) as entry:
+            while chunk := entry.read(_UNPACK_CHUNK_BYTES):
+                self.left -= len(chunk)
+                if self.left < 0:
+                    raise self._too_big()
+                parts.append(chunk)
+        return b"".join(parts)
+
+    def _too_big(self) -> InputError:
+        return InputError(
+            f"{self.path}: refused: the EPUB unpacks to more than {self.limit / (1 << 20):g} "
+            "MiB of documents (a zip bomb?)"
+        )
+
+
+def epub_text(path: Path, data: bytes, *, max_unpacked: int = MAX_EPUB_UNPACKED_BYTES) -> str:
+    """The text of an EPUB's documents in spine (reading) order, separated by blank lines.
+    At most ``max_unpacked`` bytes are unpacked from it (``MAX_EPUB_UNPACKED_BYTES``)."""
     if not data.startswith(_ZIP):
         raise InputError(f"{path}: not an EPUB (not a zip archive)")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as book:
-            spine = _spine(book)
-            if _encrypted(book) & set(spine):
+            unpack = _Unpacker(book, path, max_unpacked)
+            spine = _spine(unpack)
+            if _encrypted(unpack) & set(spine):
                 raise InputError(f"{path}: the EPUB is encrypted (DRM)")
-            texts = [html_text(book.read(name), page=False) for name in spine]
+            texts = [html_text(unpack.read(name), page=False) for name in spine]
     except InputError:
         raise
     except (
@@ -184,7 +222,7 @@ def epub_text(path: Path, data: bytes) -> str:
     return text
 
 
-def _spine(book: zipfile.ZipFile) -> list[str]:
+def _spine(book: _Unpacker) -> list[str]:
     """Archive names of the documents in reading order, from the package (OPF) file."""
     container = ElementTree.fromstring(book.read("META-INF/container.xml"))
     rootfile = container.find(".//c:rootfile", _NS)
@@ -205,7 +243,7 @@ def _spine(book: zipfile.ZipFile) -> list[str]:
     return [name for name in spine if name is not None]
 
 
-def _encrypted(book: zipfile.ZipFile) -> set[str]:
+def _encrypted(book: _Unpacker) -> set[str]:
     """Archive names encrypted per META-INF/encryption.xml (fonts often are, harmlessly)."""
     try:
         listing = ElementTree.fromstring(book.read("META-INF/encryption.xml"))

@@ -230,6 +230,12 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prepare_writes(self) -> None:
+        """Fail now, naming the store, when it cannot be written (a read-only file), and
+        make what writes need. Ingest does this before it reads a document; a command
+        that writes otherwise (building views) calls it before its work."""
+        self.store.prepare(self.embedder.dim)
+
     # --- ingest (engine/ingest.py does the work) ---------------------------------------------
     def _pipeline(self) -> IngestPipeline:
         # One pipeline per memory: it keeps the memory's structure between ingests.

@@ -18,7 +18,7 @@ from cam_engine.cli.options import (
     plural,
 )
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.errors import CamError, StoreUnavailableError
+from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
 from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
@@ -232,7 +232,6 @@ def ingest(
         create=bool(paths),  # --rebuild or --view alone work on a memory that exists
         device=device,
     )
-    _warn_of_mixed_summaries(memory)
     progress = _Progress(enabled=not as_json and sys.stderr.isatty())
     committed = [0]  # chunks added by the batches committed so far
 
@@ -250,6 +249,8 @@ def ingest(
     grown: set[str] = set()
     try:
         with memory:
+            memory.prepare_writes()  # a read-only store is refused before any work
+            _warn_of_mixed_summaries(memory)
             if paths:
                 result = memory.ingest(
                     list(paths),
@@ -282,7 +283,9 @@ def ingest(
                 _build_view(
                     memory, view, doc_ids, summarizer, view_options, as_json, progress.enabled
                 )
-    except StoreUnavailableError as exc:  # the Neo4j server went away: as with Ctrl-C
+    except (StoreUnavailableError, StoreWriteError) as exc:
+        # The Neo4j server went away, or the disk is full: as with Ctrl-C, the batch in
+        # flight was rolled back and the committed ones are kept.
         progress.close()
         raise click.ClickException(f"{exc}; {_kept(committed[0])}") from exc
     except CamError as exc:

@@ -352,7 +352,25 @@ def run_point(
     else:
         killed, crash_rc = _crash_process(book, store, memory, point)
     lines = [line for line in output.splitlines() if line.strip()]
-    stored = _stored_chunks(store, memory)
+    stored = _stored_chunks(store, memory)  # before the resume changes it
+    result = resume(book, store, memory, reference, point.label, killed, crash_rc, start)
+    result.failure = lines[-1] if killed and lines else ""
+    result.stored_at_failure = stored
+    return result
+
+
+def resume(
+    book: Book,
+    store: str,
+    memory: str,
+    reference: Reference,
+    label: str,
+    killed: bool,
+    crash_rc: int | None,
+    start: float,
+) -> PointResult:
+    """Run the same ingest again after a failed one, and compare the memory with
+    ``reference`` (``start``: when the point began, on ``time.perf_counter``)."""
     resumed = cam(book.ingest_args(store, memory))
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
@@ -369,7 +387,7 @@ def run_point(
         finally:
             opened.close()
     return PointResult(
-        point=point.label,
+        point=label,
         killed=killed,
         crash_rc=crash_rc,
         resume_rc=resumed.returncode,
@@ -380,8 +398,6 @@ def run_point(
         extra=extra,
         seconds=round(time.perf_counter() - start, 2),
         note=note,
-        failure=lines[-1] if killed and lines else "",
-        stored_at_failure=stored,
     )
 
 

@@ -74,6 +74,7 @@ class IngestPipeline:
         check_batch_size(batch_size)
         if isinstance(paths, str | Path):  # one path, not a sequence of its characters
             paths = [paths]
+        self._prepare_store()
         report = IngestReport()
         for item in expand_paths([str(p) for p in paths], document=document):
             try:
@@ -100,6 +101,7 @@ class IngestPipeline:
         check_batch_size(batch_size)
         if not text.strip():
             raise InputError(f"document {document!r} is empty")
+        self._prepare_store()
         report = IngestReport()
         chunks = chunk_document(document, text, self.settings.chunk_tokens)
         record = DocumentRecord(document, "<text>", _sha256(text), 0, len(chunks))
@@ -122,6 +124,7 @@ class IngestPipeline:
         already in the memory are skipped chunk by chunk, as in ``ingest``.
         """
         check_batch_size(batch_size)
+        self._prepare_store()
         records: dict[str, DocumentRecord] = {}
         pieces: list[Chunk] = []
         # Chunked up front: an empty document is refused before anything is written,
@@ -139,6 +142,11 @@ class IngestPipeline:
             if on_batch is not None:
                 on_batch(result)
         return report
+
+    def _prepare_store(self) -> None:
+        """Before any document is read: the store's schema for these vectors, and a
+        store that cannot be written (a read-only file) refused, naming it."""
+        self.store.prepare(self.embedder.dim)
 
     def _ingest_source(
         self,

@@ -67,7 +67,9 @@ class StoreBase(Protocol):
     def close(self) -> None: ...
 
     def prepare(self, dimensions: int) -> None:
-        """Create what the store needs for vectors of this size (outside transactions)."""
+        """Create what the store needs for vectors of this size (outside transactions),
+        and fail, naming the store, when it cannot be written: an ingest calls it before
+        it reads a document."""
         ...
 
     def transaction(self) -> AbstractContextManager[None]: ...

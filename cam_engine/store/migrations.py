@@ -110,7 +110,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed write may have rolled it back already
+                conn.execute("ROLLBACK")
             raise
         applied.append(name)
     return applied

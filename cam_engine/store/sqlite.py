@@ -19,11 +19,12 @@ from typing import Any, cast
 import numpy as np
 
 from cam_engine.config import validate_memory_name
-from cam_engine.errors import StoreError
+from cam_engine.errors import StoreError, StoreWriteError
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, query_terms
 from cam_engine.store.migrations import migrate
+from cam_engine.store.sqlite_errors import describe, is_busy, is_write_failure
 from cam_engine.store.structure import GENERATION, StructureRows
 from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
@@ -59,16 +60,24 @@ class SqliteStore:
         self._busy_timeout = busy_timeout
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
+        except OSError as exc:
+            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
             )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            migrate(self._conn)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreError(f"cannot open SQLite store {path}: {describe(path, exc)}") from exc
+        self._conn = conn
         self._in_transaction = False
+        self._checked_writable = False
         self._vectors: dict[int, VectorMatrix] = {}
         self._data_version = self._read_data_version()
 
@@ -89,7 +98,33 @@ class SqliteStore:
         self._conn = cast(sqlite3.Connection, _Closed(f"SQLite store {self._path} is closed"))
 
     def prepare(self, dimensions: int) -> None:
-        """Nothing to prepare: the schema is created by migrations on open."""
+        """The schema is made by migrations on open; what is left is to check, once,
+        that this process can write the file. A store opened from a read-only file (or
+        one SQLite opened read-only) fails here, naming the file, instead of at the
+        first batch's write, after its document was read and embedded."""
+        if self._checked_writable:
+            return
+        conn = self._conn
+        # BEGIN IMMEDIATE alone proves nothing: on a read-only file SQLite makes it a
+        # read transaction. A DELETE that matches no row needs the write lock and writes
+        # nothing. Not waiting for the lock: a store another process is writing to is
+        # writable, and the batch waits its turn as usual.
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM _migrations WHERE 0")
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            if not is_busy(exc):
+                raise StoreError(
+                    f"cannot write to SQLite store {self._path}: {describe(self._path, exc)}"
+                ) from exc
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        self._checked_writable = True
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -99,7 +134,7 @@ class SqliteStore:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc):
-                raise StoreError(f"SQLite store {self._path}: {exc}") from exc
+                raise self._failure(exc) from exc
             raise StoreError(
                 f"SQLite store {self._path} is busy: another process is writing to it (an "
                 f"ingest holds the lock for a whole batch); waited {self._busy_timeout:g} s, try "
@@ -109,14 +144,38 @@ class SqliteStore:
         try:
             self._see_other_writers()  # the write lock is ours: what is committed is final
             yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            self._vectors.clear()  # the cache may hold rolled-back rows: reload on next use
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc) from exc
             raise
         else:
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()
+                raise self._failure(exc) from exc
         finally:
             self._in_transaction = False
+
+    def _rollback(self) -> None:
+        """Roll back what is open. After a failed write (disk full, I/O error) SQLite
+        may have rolled the transaction back itself, and a second ROLLBACK would hide
+        the first error under "no transaction is active"."""
+        self._vectors.clear()  # the cache may hold rolled-back rows: reload on next use
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:  # SQLite undoes it when the connection closes
+                logger.warning("SQLite store %s: rollback failed: %s", self._path, exc)
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """A StoreError for what SQLite raised in a transaction (rolled back by now)."""
+        if is_write_failure(exc):
+            return StoreWriteError(
+                f"cannot write to SQLite store {self._path}: {describe(self._path, exc)}"
+            )
+        return StoreError(f"SQLite store {self._path}: {exc}")
 
     def read_snapshot(self, read: Callable[[], T]) -> T:
         """``read()`` in one read transaction (WAL): every read sees the state of one

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from click.testing import CliRunner
 from cam_engine.chunking import chunk_document
 from cam_engine.cli.main import cli
 from cam_engine.errors import InputError
-from cam_engine.formats import detect, strip_gutenberg
+from cam_engine.formats import MAX_EPUB_UNPACKED_BYTES as MAX
+from cam_engine.formats import detect, epub_text, strip_gutenberg
 from cam_engine.sources import read_document, read_text
 from cam_engine.store.sqlite import SqliteStore
 from tests.conftest import shared_file
@@ -171,6 +173,59 @@ def test_unreadable_epubs_are_refused_in_one_line(tmp_path: Path) -> None:
         ("drm.epub", epub_bytes(CHAPTERS, SPINE, extra={"META-INF/encryption.xml": drm}), "DRM"),
     ):
         assert words in refusal(write(tmp_path / name, data)), name
+
+
+LINE = "All work and no play makes Jack a dull boy. "
+MIB = 1 << 20
+
+
+def bomb(chapters: int, size: int) -> bytes:
+    """An EPUB of ``chapters`` chapters of ``size`` bytes of one repeated sentence each:
+    every entry deflates to a few KB."""
+    body = "<p>" + LINE * (size // len(LINE)) + "</p>"
+    documents = {f"ch{i}.xhtml": xhtml(f"Chapter {i}", body) for i in range(chapters)}
+    return epub_bytes(documents, list(documents))
+
+
+def declaring(book: bytes, name: str, size: int) -> bytes:
+    """``book`` with the central directory's record of ``name`` declaring ``size``
+    bytes unpacked (what zipfile trusts), the entry itself unchanged."""
+    data, start = bytearray(book), 0
+    while (start := book.find(b"PK\x01\x02", start + 1)) != -1:
+        length = int.from_bytes(book[start + 28 : start + 30], "little")
+        if book[start + 46 : start + 46 + length] == name.encode():
+            data[start + 24 : start + 28] = size.to_bytes(4, "little")
+            return bytes(data)
+    raise AssertionError(f"no {name} in the central directory")
+
+
+def test_an_epub_that_unpacks_past_the_cap_is_refused_in_one_line(tmp_path: Path) -> None:
+    book = bomb(1, 4 * MIB)  # 4 MiB of text in about 10 KB
+    assert len(book) < 64 << 10
+    path = write(tmp_path / "bomb.epub", book)
+    refused = f"{path}: refused: the EPUB unpacks to more than 1 MiB of documents (a zip bomb?)"
+    with pytest.raises(InputError, match=re.escape(refused)):
+        epub_text(path, book, max_unpacked=MIB)
+    assert len(epub_text(path, book, max_unpacked=8 * MIB)) > 4 * MIB - 1000  # the cap, only
+    # The cap is on all the entries read together, not on each.
+    book = bomb(3, MIB // 2)
+    with pytest.raises(InputError, match=re.escape(refused)):
+        epub_text(path, book, max_unpacked=MIB)
+    assert epub_text(path, book, max_unpacked=2 * MIB).count(LINE.strip()) > 3 * 10_000
+
+
+def test_an_epub_whose_header_lies_about_its_size_unpacks_no_more_than_it_declares(
+    tmp_path: Path,
+) -> None:
+    book = bomb(1, 4 * MIB)
+    # Declaring more than the cap: refused before anything is inflated, by read_document
+    # with the default cap.
+    path = write(tmp_path / "big.epub", declaring(book, "OEBPS/ch0.xhtml", MAX + 1))
+    assert refusal(path).endswith(f"more than {MAX / MIB:g} MiB of documents (a zip bomb?)")
+    # Declaring less: zipfile stops at the declared size, and the entry's checksum no
+    # longer matches (the cap counts the bytes read as well, should a reader not stop).
+    path = write(tmp_path / "small.epub", declaring(book, "OEBPS/ch0.xhtml", 1000))
+    assert refusal(path) == f"{path}: broken EPUB (Bad CRC-32 for file 'OEBPS/ch0.xhtml')"
 
 
 # --- Which format -------------------------------------------------------------------------

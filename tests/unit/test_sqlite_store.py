@@ -1,13 +1,19 @@
-"""The SQLite store on its own: upgrades of older files, and two writers at once."""
+"""The SQLite store on its own: upgrades of older files, two writers at once, and writes
+the disk refuses."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from cam_engine.errors import StoreWriteError
 from cam_engine.store import migrations
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.sqlite import SqliteStore
+from cam_engine.store.sqlite_errors import cause, is_write_failure
+from cam_engine.types import Node
 
 
 def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path) -> None:
@@ -57,3 +63,90 @@ def test_a_busy_store_is_one_clear_error_and_the_writer_keeps_going(tmp_path: Pa
     finally:
         writer.close()
         waiting.close()
+
+
+def _full(path: Path) -> sqlite3.OperationalError:
+    """A real SQLITE_FULL: a database capped at its current size (max_page_count)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE t (x BLOB)")
+        conn.execute("PRAGMA max_page_count = 2")
+        conn.execute("INSERT INTO t VALUES (zeroblob(100000))")
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the capped database took the row")
+
+
+def _read_only(path: Path) -> sqlite3.OperationalError:
+    """A real SQLITE_READONLY: a write on a connection opened read-only."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE u (x)")
+    except sqlite3.OperationalError as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("a read-only connection wrote")
+
+
+def _io_error(name: str, message: str) -> sqlite3.OperationalError:
+    # What SQLite raises for EFBIG or a read-only folder, which a test process cannot
+    # provoke without changing its own limits or permissions (tests/integration does).
+    exc = sqlite3.OperationalError(message)
+    exc.sqlite_errorname = name  # type: ignore[attr-defined]
+    return exc
+
+
+def test_a_failed_write_is_blamed_on_what_refused_it(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    full, read_only = _full(db), _read_only(db)
+    efbig = _io_error("SQLITE_IOERR_WRITE", "disk I/O error")
+    size = db.stat().st_size
+
+    def why(exc: sqlite3.Error, limit: int | None = None, free: int | None = 10**12) -> str:
+        return cause(db, exc, file_limit=limit, free_bytes=free)
+
+    assert full.sqlite_errorname == "SQLITE_FULL" and is_write_failure(full)
+    assert read_only.sqlite_errorname == "SQLITE_READONLY" and is_write_failure(read_only)
+    assert why(efbig, limit=size) == f"the file size limit (ulimit -f) of {size} bytes is reached"
+    assert why(full, limit=size) == f"the file size limit (ulimit -f) of {size} bytes is reached"
+    # A limit far above every store file is not the cause.
+    assert why(efbig, limit=size + (64 << 20)) == "the disk or file system failed"
+    assert why(full, free=4096) == why(efbig, free=4096) == "the disk is full (4096 bytes left)"
+    assert why(full) == "no room to write"
+    assert why(read_only).startswith("the file is read-only for this process")
+    folder = _io_error("SQLITE_READONLY_DIRECTORY", "attempt to write a readonly database")
+    assert why(folder) == (
+        f"its folder {tmp_path} is not writable, and SQLite must create m.db-wal and "
+        "m.db-shm there (WAL mode), even to read"
+    )
+    assert not is_write_failure(_io_error("SQLITE_CONSTRAINT_PRIMARYKEY", "UNIQUE failed"))
+
+
+def test_a_write_the_disk_refuses_rolls_the_batch_back_and_the_store_goes_on(
+    tmp_path: Path,
+) -> None:
+    store = SqliteStore(tmp_path / "m.db", "m")
+    try:
+        with store.transaction():
+            store.upsert_document(DocumentRecord("kept", "kept.txt", None, 1))
+        # No room for another page: SQLITE_FULL, as a full disk gives (white-box: the
+        # page cap is set on the store's own connection).
+        pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+        store._conn.execute(f"PRAGMA max_page_count = {pages}")
+        big = Node("n", 0, "chunk", "x" * 200_000, doc_id="lost", position=0)
+        with pytest.raises(StoreWriteError) as failed, store.transaction():
+            store.upsert_document(DocumentRecord("lost", "lost.txt", None, 1))
+            store.upsert_nodes([big])
+        message = str(failed.value)
+        assert message.startswith(f"cannot write to SQLite store {tmp_path / 'm.db'}: ")
+        assert message.endswith("(database or disk is full)") and "\n" not in message
+        assert [d.id for d in store.documents()] == ["kept"]  # the whole batch rolled back
+        store._conn.execute(f"PRAGMA max_page_count = {pages * 100}")
+        with store.transaction():
+            store.upsert_nodes([big])
+        assert store.count_nodes(0) == 1
+    finally:
+        store.close()
