@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -323,6 +324,18 @@ class Memory:
         return self._pipeline().rebuild(on_batch)
 
     # --- reading ---------------------------------------------------------------------------
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one committed state of the memory: a question asked beside
+        another ``Memory``'s ingest sees whole batches only, and none of a batch still
+        being written. That holds where ``isolated_snapshots`` is True (SQLite, one read
+        transaction); on Neo4j each read sees the last commit before it."""
+        return self.store.snapshot()
+
+    @property
+    def isolated_snapshots(self) -> bool:
+        """Whether ``snapshot()`` holds all its reads to one commit (see there)."""
+        return self.store.isolated_snapshots
+
     def stats(self) -> dict[str, Any]:
         with self.store.snapshot():  # the counts and the documents of one commit
             data = self.store.stats()

@@ -75,6 +75,13 @@ class StoreBase(Protocol):
         is its own statement (READ COMMITTED has no multi-statement snapshot)."""
         ...
 
+    @property
+    def isolated_snapshots(self) -> bool:
+        """Whether ``snapshot()`` holds every read inside it to one commit, so that a
+        reader on its own store object can run beside a writer's batch and see none of
+        it until it commits (SQLite: True; Neo4j: False)."""
+        ...
+
 
 class RetrievalStore(StoreBase, Protocol):
     """The reads a question makes (cam_engine.retrieval)."""

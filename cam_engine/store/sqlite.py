@@ -53,6 +53,10 @@ class _Closed:
 
 
 class SqliteStore:
+    # A read transaction in WAL mode sees the last commit before it began, whatever a
+    # writer on another connection does meanwhile.
+    isolated_snapshots = True
+
     def __init__(self, path: Path, memory: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self._memory = validate_memory_name(memory)
         self._path = path
