@@ -157,7 +157,8 @@ def serve_http(
 def server_env(hold: Path | None, hold_batch: int | None) -> dict[str, str]:
     """The server's environment: this one's model and device variables, offline, and the
     fault checkpoint that holds a batch when asked for (no other CAM_ setting)."""
-    keep = ("CAM_EMBED_DEVICE", "CAM_EMBED_BATCH_SIZE", "HF_", "TORCH", "OMP", "PATH", "HOME")
+    keep: tuple[str, ...] = ("CAM_EMBED_DEVICE", "CAM_EMBED_BATCH_SIZE", "HF_", "TORCH", "OMP")
+    keep += ("CUDA", "PATH", "LD_LIBRARY_PATH", "HOME")
     env = {k: v for k, v in os.environ.items() if k.startswith(keep)}
     env |= {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     if hold is not None and hold_batch is not None:
@@ -367,7 +368,7 @@ def quoted_check(asks: Sequence[Ask], chunks: Sequence[Any]) -> list[str]:
     for ask in asks:
         for node in ask.quoted:
             if stored.get(node["node_id"]) != (node["document"], node["position"], node["text"]):
-                problems.append(f"client {ask.client}: quoted {node['node_id']}, not stored")
+                problems.append(f"client {ask.client}: quoted {node['node_id']}, not stored so")
     return problems
 
 
