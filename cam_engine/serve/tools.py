@@ -15,8 +15,8 @@ on one memory, under one lock. Reads (ask, search, show_node, stats, the top lev
 not wait for them where the store isolates snapshots (SQLite): each runs on a memory
 of its own from a ``ReaderPool``, inside one read transaction, and sees the batches
 committed before it began, none of the one being written. On Neo4j, whose reads are
-statement by statement, every call still takes the lock, so that a question never
-mixes two states of the memory. A strategy that writes (memagent) takes it too.
+statement by statement, every reading call still takes the lock, so that a question
+never mixes two states of the memory. A strategy that writes (memagent) takes it too.
 """
 
 from __future__ import annotations
