@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from cam_engine.config import (
     DEFAULT_EMBED_MODEL,
@@ -36,6 +36,7 @@ from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import Node, ViewNode
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -329,6 +330,20 @@ class Memory:
         return self._pipeline().rebuild(on_batch)
 
     # --- reading ---------------------------------------------------------------------------
+    def read_snapshot(self, read: Callable[[], T]) -> T:
+        """``read()``, whose reads all see one committed state of the memory: a
+        question asked beside another ``Memory``'s ingest sees whole batches only, and
+        none of a batch still being written. Where ``isolated_snapshots`` is True
+        (SQLite) that is one read transaction; on Neo4j ``read()`` runs until two runs
+        agree (store.base), so give it only deterministic reads there."""
+        return self.store.read_snapshot(read)
+
+    @property
+    def isolated_snapshots(self) -> bool:
+        """Whether one read transaction holds all reads to one commit (see
+        ``read_snapshot``)."""
+        return self.store.isolated_snapshots
+
     def stats(self) -> dict[str, Any]:
         # The counts and the documents of one commit.
         data, documents = self.store.read_snapshot(

@@ -12,6 +12,7 @@ from cam_engine import Environment
 from cam_engine.cli.options import chat_for, device_option, memory_options, summarizer_for
 from cam_engine.errors import CamError
 from cam_engine.llm.base import Answerer, ChatModel, Selector
+from cam_engine.serve.tools import READERS, MemoryTools
 
 LOOPBACK = "127.0.0.1"
 
@@ -81,6 +82,14 @@ def _is_loopback(host: str) -> bool:
     type=click.IntRange(min=1),
     help="LLM calls in flight at once (summaries of a batch).",
 )
+@click.option(
+    "--readers",
+    default=READERS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Reading calls (ask, search, show_node, stats) served at once, each on its own "
+    "connection, beside an ingest (SQLite; on Neo4j every call waits for an ingest).",
+)
 @device_option
 def mcp(
     store: str | None,
@@ -91,6 +100,7 @@ def mcp(
     llm: str,
     model_dir: str | None,
     llm_concurrency: int,
+    readers: int,
     device: str | None,
 ) -> None:
     """Serve one memory to MCP clients (agents) over stdio, or streamable HTTP with --http.
@@ -116,7 +126,6 @@ def mcp(
 
     # Imported here: the SDK takes about a second to load, which other commands need not wait.
     from cam_engine.serve.mcp import create_server
-    from cam_engine.serve.tools import MemoryTools
 
     try:
         tools = MemoryTools(
@@ -129,6 +138,7 @@ def mcp(
             answerer=answerer,
             allow=allow,
             llm_concurrency=llm_concurrency,
+            readers=readers,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -58,6 +58,7 @@ class Strategy:
     help: str
     run: Run
     view: str | None = None  # the adapter view it reads (built by `cam ingest --view`)
+    writes: bool = False  # it stores what it reads as it goes (MemAgent's memory states)
 
 
 def _vector(memory: Memory, question: str) -> Any:
@@ -163,7 +164,11 @@ STRATEGIES: dict[str, Strategy] = {
             "readagent",
         ),
         Strategy(
-            "memagent", ADAPTER, "MemAgent: read in order, overwrite a memory", _adapter("memagent")
+            "memagent",
+            ADAPTER,
+            "MemAgent: read in order, overwrite a memory",
+            _adapter("memagent"),
+            writes=True,
         ),
         Strategy(
             "research",

@@ -8,9 +8,15 @@ method returns JSON-ready data or raises ``CamError`` with a one-line message;
 The memory and its embedding model are loaded in a background thread (``start``), so
 a server answers its client's handshake at once; the model embeds a warm-up text (and a
 memory with chunks answers a warm-up question) so that the first real question is as
-fast as the next. Calls run one at a time: an MCP server runs each in a worker thread
-of its own, and one lock keeps an ingest from interleaving with another call on the
-same store connection.
+fast as the next.
+
+An MCP server runs each call in a worker thread of its own. Ingests run one at a time,
+on one memory, under one lock. Reads (ask, search, show_node, stats, the top level) do
+not wait for them where the store isolates snapshots (SQLite): each runs on a memory
+of its own from a ``ReaderPool``, inside one read transaction, and sees the batches
+committed before it began, none of the one being written. On Neo4j, whose reads are
+statement by statement, every reading call still takes the lock, so that a question
+never mixes two states of the memory. A strategy that writes (memagent) takes it too.
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ from cam_engine.llm.base import Answerer, ChatModel, Selector, Summarizer
 from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.memory import Memory, memories_in
 from cam_engine.retrieval.strategies import DEFAULT, strategy_named
+from cam_engine.serve.readers import ReaderPool, SerialEmbedder
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 WARM_UP_TEXT = "warm-up"
+READERS = 4  # memories open for reading at once (each one SQLite connection)
 
 
 class MemoryTools:
@@ -45,7 +53,8 @@ class MemoryTools:
     A memory that does not exist yet is created by the first ingest with the default
     settings (and ``CAM_EMBED_MODEL``), as ``cam ingest`` does; until then the reading
     tools say so. ``allow`` lists the files and folders ``ingest_file`` may read (with
-    every symlink resolved); none by default.
+    every symlink resolved); none by default. ``readers``: reading calls served at once
+    beside an ingest (module docstring).
     """
 
     def __init__(
@@ -60,6 +69,7 @@ class MemoryTools:
         answerer: Answerer | None = None,
         allow: Sequence[str | Path] = (),
         llm_concurrency: int = 4,
+        readers: int = READERS,
     ) -> None:
         self.env = environment
         self.store = str(store or environment.store)
@@ -68,11 +78,13 @@ class MemoryTools:
         self.summarizer = summarizer or ExtractiveSummarizer()
         self.chat, self.selector, self.answerer = chat, selector, answerer
         self.llm_concurrency = llm_concurrency
-        self._memory: Memory | None = None
-        self._embedder: Embedder | None = None
+        self._memory: Memory | None = None  # the writer: ingests, and reads on Neo4j
+        self._embedder: Embedder | None = None  # the writer's
+        self._reading_embedder: Embedder | None = None  # the readers'
+        self._readers = ReaderPool(self._open_reader, readers)
         self._failure: CamError | None = None
         self._ready = threading.Event()
-        self._lock = threading.Lock()  # one tool call at a time on the memory
+        self._lock = threading.Lock()  # one ingest at a time (on Neo4j: one call)
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -88,12 +100,14 @@ class MemoryTools:
                 self._embedder = self._memory.embedder
             except NotFoundError:
                 model = self.env.embed_model or DEFAULT_EMBED_MODEL
-                self._embedder = load_embedder(
-                    model, device=self.env.embed_device, batch_size=self.env.embed_batch_size
-                )
+                self._embedder = self._load_embedder(model)
             self._embedder.embed([WARM_UP_TEXT])
+            if self._memory is None or self._memory.isolated_snapshots:
+                reading = SerialEmbedder(self._load_embedder(self._embedder.name))
+                reading.embed([WARM_UP_TEXT])
+                self._reading_embedder = reading
             if self._memory is not None and self._memory.count_chunks():
-                self._warm_up(self._memory)
+                self._warm_up()
             logger.info(
                 "cam mcp: memory %r ready in %.1f s", self.name, time.perf_counter() - started
             )
@@ -106,18 +120,31 @@ class MemoryTools:
         finally:
             self._ready.set()
 
-    def _warm_up(self, memory: Memory) -> None:
-        """Ask once, offline, untimed: the store loads its vectors and caches now."""
+    def _warm_up(self) -> None:
+        """Ask once, offline, untimed: a reading memory is opened and its store loads
+        its vectors and caches now."""
         try:
-            memory.ask(WARM_UP_TEXT)
+            self._read_now(lambda memory: memory.ask(WARM_UP_TEXT))
         except Exception:  # a failed warm-up costs the first ask its speed, nothing else
             logger.warning("cam mcp: the warm-up question failed", exc_info=True)
 
     def close(self) -> None:
+        self._readers.close()
         with self._lock:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+
+    def _load_embedder(self, model: str) -> Embedder:
+        dim = self._memory.settings.embed_dim if self._memory is not None else None
+        env = self.env
+        return load_embedder(
+            model,
+            device=env.embed_device,
+            batch_size=env.embed_batch_size,
+            environment=env,
+            dim=dim,
+        )
 
     def _open(self, *, create: bool) -> Memory:
         return Memory.open(
@@ -130,23 +157,55 @@ class MemoryTools:
             create=create,
         )
 
-    def _locked(self, work: Callable[[], T]) -> T:
+    def _open_reader(self) -> Memory:
+        try:
+            return Memory.open(
+                self.store,
+                self.name,
+                embedder=self._reading_embedder,
+                summarizer=self.summarizer,
+                environment=self.env,
+                create=False,
+            )
+        except NotFoundError:  # the first ingest has not committed a batch yet
+            raise self._not_yet() from None
+
+    def _loaded(self) -> None:
         self._ready.wait()
         if self._failure is not None:
             raise self._failure.with_traceback(None)  # the same error for every call
+
+    def _locked(self, work: Callable[[], T]) -> T:
+        self._loaded()
         with self._lock:
             return work()
 
+    def _read(self, work: Callable[[Memory], T]) -> T:
+        self._loaded()
+        return self._read_now(work)
+
+    def _read_now(self, work: Callable[[Memory], T]) -> T:
+        """``work`` on one of the pool's memories, in one read snapshot, where the
+        store isolates snapshots; on the writer's memory under the lock otherwise."""
+        writer = self._existing()
+        if not writer.isolated_snapshots or self._reading_embedder is None:
+            with self._lock:
+                return work(self._existing())  # closed meanwhile: the error says so
+        with self._readers.lease() as memory:
+            return memory.read_snapshot(lambda: work(memory))
+
+    def _not_yet(self) -> NotFoundError:
+        return NotFoundError(
+            f"memory {self.name!r} does not exist yet in {self.store}: the first "
+            "ingest_text or ingest_file creates it"
+        )
+
     def _existing(self) -> Memory:
         if self._memory is None:
-            raise NotFoundError(
-                f"memory {self.name!r} does not exist yet in {self.store}: the first "
-                "ingest_text or ingest_file creates it"
-            )
+            raise self._not_yet()
         return self._memory
 
-    def _with_chunks(self) -> Memory:
-        memory = self._existing()
+    def _with_chunks(self, memory: Memory) -> Memory:
         if memory.count_chunks() == 0:
             raise NotFoundError(
                 f"memory {self.name!r} holds no documents yet: add some with ingest_text "
@@ -226,8 +285,8 @@ class MemoryTools:
     ) -> dict[str, Any]:
         spec = strategy_named(strategy)
 
-        def work() -> dict[str, Any]:
-            memory = self._with_chunks()
+        def work(memory: Memory) -> dict[str, Any]:
+            self._with_chunks(memory)
             if spec.view is not None and spec.view not in memory.stats().get("views", {}):
                 raise NotFoundError(
                     f"memory {self.name!r} has no {spec.view} view: build it with "
@@ -244,14 +303,16 @@ class MemoryTools:
             )
             return _plain(result.to_dict())
 
-        return self._locked(work)
+        if spec.writes:  # it writes as it reads: with the writer, never beside it
+            return self._locked(lambda: work(self._existing()))
+        return self._read(work)
 
     def search(self, query: str, *, top_k: int = 10) -> dict[str, Any]:
         if not query.strip():
             raise InputError("the query is empty")
 
-        def work() -> dict[str, Any]:
-            hits = self._with_chunks().locate(query, top_k)
+        def work(memory: Memory) -> dict[str, Any]:
+            hits = self._with_chunks(memory).locate(query, top_k)
             nodes = [
                 {
                     "id": node.id,
@@ -266,11 +327,10 @@ class MemoryTools:
             ]
             return _plain({"query": query, "nodes": nodes})
 
-        return self._locked(work)
+        return self._read(work)
 
     def show_node(self, node_id: str) -> dict[str, Any]:
-        def work() -> dict[str, Any]:
-            memory = self._existing()
+        def work(memory: Memory) -> dict[str, Any]:
             view = memory.node(node_id)
             if view is None:
                 like = memory.ids_like(node_id)
@@ -278,10 +338,10 @@ class MemoryTools:
                 raise NotFoundError(f"no node {node_id!r} in memory {self.name!r}{hint}")
             return _plain(view.to_dict())
 
-        return self._locked(work)
+        return self._read(work)
 
     def stats(self) -> dict[str, Any]:
-        return self._locked(lambda: _plain(self._existing().stats()))
+        return self._read(lambda memory: _plain(memory.stats()))
 
     def memories(self) -> dict[str, Any]:
         try:
@@ -298,8 +358,8 @@ class MemoryTools:
                 f"`cam mcp --memory {name}` to serve it"
             )
 
-        def work() -> dict[str, Any]:
-            level, nodes = self._with_chunks().top_level()
+        def work(memory: Memory) -> dict[str, Any]:
+            level, nodes = self._with_chunks(memory).top_level()
             return _plain(
                 {
                     "memory": self.name,
@@ -311,7 +371,7 @@ class MemoryTools:
                 }
             )
 
-        return self._locked(work)
+        return self._read(work)
 
 
 def _root(path: str | Path) -> Path:

@@ -81,6 +81,13 @@ class StoreBase(Protocol):
         until two runs agree with the memory's generation unchanged around them."""
         ...
 
+    @property
+    def isolated_snapshots(self) -> bool:
+        """Whether one read transaction holds every read to one commit, so that a
+        reader on its own store object can run beside a writer's batch and see none of
+        it until it commits (SQLite: True; Neo4j: False)."""
+        ...
+
 
 class RetrievalStore(StoreBase, Protocol):
     """The reads a question makes (cam_engine.retrieval)."""

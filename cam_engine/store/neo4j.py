@@ -60,6 +60,10 @@ SNAPSHOT_ATTEMPTS = 20
 
 
 class Neo4jStore:
+    # READ COMMITTED, statement by statement: the reads of one question may straddle a
+    # writer's commit (docs/reliability.md, "Concurrent ingests").
+    isolated_snapshots = False
+
     def __init__(self, driver: Any, uri: str, memory: str, database: str | None) -> None:
         self._driver = driver
         self._uri = uri

@@ -54,6 +54,10 @@ class _Closed:
 
 
 class SqliteStore:
+    # A read transaction in WAL mode sees the last commit before it began, whatever a
+    # writer on another connection does meanwhile.
+    isolated_snapshots = True
+
     def __init__(self, path: Path, memory: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self._memory = validate_memory_name(memory)
         self._path = path
@@ -74,7 +78,10 @@ class SqliteStore:
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
-            raise StoreError(f"cannot open SQLite store {path}: {describe(path, exc)}") from exc
+            # A refused write is explained (size limit, full disk, read-only); anything
+            # else (not a database, corrupt) is SQLite's own words.
+            detail = describe(path, exc) if is_write_failure(exc) else str(exc)
+            raise StoreError(f"cannot open SQLite store {path}: {detail}") from exc
         self._conn = conn
         self._in_transaction = False
         self._checked_writable = False

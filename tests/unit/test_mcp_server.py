@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,10 +21,13 @@ from mcp.types import CallToolResult
 
 from cam_engine import Environment, Memory, Settings
 from cam_engine.cli.mcp import parse_http
+from cam_engine.config import FaultPoint
 from cam_engine.embed import HashingEmbedder
+from cam_engine.faults import FaultPlan, arm
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from cam_engine.serve.mcp import create_server
-from cam_engine.serve.tools import MemoryTools
+from cam_engine.serve.tools import READERS, MemoryTools
+from cam_engine.store.sqlite import SqliteStore
 from tests.conftest import shared_file
 
 T = TypeVar("T")
@@ -41,10 +45,17 @@ def letter() -> str:
 
 
 def tools_for(
-    store: Path, *, allow: Sequence[Path] = (), summarizer: Any = None, model: str = "hashing:64"
+    store: Path,
+    *,
+    allow: Sequence[Path] = (),
+    summarizer: Any = None,
+    model: str = "hashing:64",
+    readers: int = READERS,
 ) -> MemoryTools:
     env = Environment.from_env({"CAM_STORE": str(store), "CAM_EMBED_MODEL": model})
-    return MemoryTools(None, "m", environment=env, allow=allow, summarizer=summarizer)
+    return MemoryTools(
+        None, "m", environment=env, allow=allow, summarizer=summarizer, readers=readers
+    )
 
 
 def serve(tools: MemoryTools, scenario: Callable[[Client], Awaitable[T]]) -> T:
@@ -299,6 +310,151 @@ def test_concurrent_ingests_run_one_at_a_time(tmp_path: Path, letter: str) -> No
     # Each ingest's summaries were written in one run: the two never interleaved.
     runs = [c for i, c in enumerate(summarizer.calls) if i == 0 or c != summarizer.calls[i - 1]]
     assert len(runs) == len(set(runs)) == 2
+
+
+def seeded_store(store: Path, letter: str) -> int:
+    """A memory "m" holding the letter; its chunk count."""
+    settings = Settings(embed_model="hashing:64")
+    with Memory.open(store, "m", settings=settings, embedder=HashingEmbedder(64)) as memory:
+        memory.ingest_text(letter, "f")
+        return memory.count_chunks()
+
+
+@contextmanager
+def second_batch_held(marker: Path) -> Iterator[None]:
+    """This process's next ingest holds its second batch written and not committed
+    (the fault checkpoint applied:2) while ``marker`` exists."""
+    arm(FaultPlan(pause_at=FaultPoint("applied", 2), pause_file=marker))
+    try:
+        yield
+    finally:
+        arm(None)
+
+
+@contextmanager
+def released_after(marker: Path, seconds: float = 60.0) -> Iterator[list[str]]:
+    """Release the held batch on the way out, failed or not, and after ``seconds`` at
+    the latest: a tool call waiting for it cannot be cancelled (the server's worker
+    thread runs on), so a test that went wrong would hang instead of failing. Yields a
+    list that says whether the deadline released it."""
+    released: list[str] = []
+
+    def release() -> None:
+        released.append(f"released after {seconds:g} s: a read waited for the held batch")
+        marker.unlink(missing_ok=True)
+
+    timer = threading.Timer(seconds, release)
+    timer.start()
+    try:
+        yield released
+    finally:
+        timer.cancel()
+        marker.unlink(missing_ok=True)
+
+
+async def until_exists(marker: Path) -> None:
+    while not marker.exists():
+        await anyio.sleep(0.01)
+
+
+def test_reads_beside_an_open_batch_see_only_the_committed_batches(
+    tmp_path: Path, letter: str
+) -> None:
+    """While an ingest holds its second batch written and uncommitted, every reading
+    tool answers, from the batches committed before it; once the batch commits, the
+    same reading memory (one reader here) finds its chunks: its vectors were read
+    again."""
+    other = shared_file("haystacks/gutenberg/pg1342.txt").read_text(encoding="utf-8")[20_000:32_000]
+    tail = " ".join(other.split()[-40:])  # words of the document's last chunk
+    store, marker = tmp_path / "s.db", tmp_path / "held"
+    seeded = seeded_store(store, letter)
+
+    def late(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Chunks of "b" past its first batch (four chunks): the held batch and later."""
+        return [n for n in nodes if n["document"] == "b" and n["level"] == 0 and n["position"] >= 4]
+
+    async def scenario(client: Client) -> None:
+        report: dict[str, Any] = {}
+
+        async def ingest() -> None:
+            arguments = {"text": other, "document": "b", "batch_size": 4}
+            report.update(data(await client.call_tool("ingest_text", arguments)))
+
+        async def ask(question: str) -> None:
+            answer = data(await client.call_tool("ask", {"question": question}))
+            assert not released, released
+            assert answer["evidence"] and not late(answer["evidence"]), answer["evidence"]
+
+        with released_after(marker) as released:
+            async with anyio.create_task_group() as group:
+                group.start_soon(ingest)
+                await until_exists(marker)
+                async with anyio.create_task_group() as askers:
+                    for question in (QUESTION, tail) * 4:
+                        askers.start_soon(ask, question)
+                stats = data(await client.call_tool("stats", {}))
+                documents = {d["id"]: d["chunks"] for d in stats["document_list"]}
+                assert documents == {"f": seeded, "b": 4}
+                assert stats["levels"][0]["nodes"] == seeded + 4
+                found = data(await client.call_tool("search", {"query": tail}))
+                assert found["nodes"] and not late(found["nodes"])
+                top = await client.read_resource("cam://memory/m/top")
+                assert json.loads(top.contents[0].text)["nodes"]  # type: ignore[union-attr]
+                first = found["nodes"][0]["id"]
+                assert data(await client.call_tool("show_node", {"node_id": first}))["id"] == first
+                assert not report and not released  # the ingest is still held
+                marker.unlink()
+        assert report["chunks_added"] > 8
+        found = data(await client.call_tool("search", {"query": tail}))
+        assert late(found["nodes"])
+        stats = data(await client.call_tool("stats", {}))
+        assert stats["levels"][0]["nodes"] == seeded + report["chunks_added"]
+
+    with second_batch_held(marker):
+        serve(tools_for(store, readers=1), scenario)
+
+
+def test_without_isolated_snapshots_a_read_waits_for_the_ingest(
+    tmp_path: Path, letter: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose reads are statement by statement (Neo4j) gets no reading memories:
+    a read sent while an ingest's batch is held answers after the whole ingest."""
+    other = shared_file("haystacks/gutenberg/pg1342.txt").read_text(encoding="utf-8")[20_000:32_000]
+    store, marker = tmp_path / "s.db", tmp_path / "held"
+    seeded = seeded_store(store, letter)
+    monkeypatch.setattr(SqliteStore, "isolated_snapshots", False)
+
+    async def scenario(client: Client) -> None:
+        done: list[str] = []
+        report: dict[str, Any] = {}
+
+        async def ingest() -> None:
+            arguments = {"text": other, "document": "b", "batch_size": 4}
+            report.update(data(await client.call_tool("ingest_text", arguments)))
+            done.append("ingest")
+
+        async def stats() -> None:
+            counts = data(await client.call_tool("stats", {}))["document_list"]
+            assert report, f"stats answered while the batch was held: {counts}"
+            assert {d["id"]: d["chunks"] for d in counts} == {
+                "f": seeded,
+                "b": report["chunks_added"],
+            }
+            done.append("stats")
+
+        with released_after(marker) as released:
+            async with anyio.create_task_group() as group:
+                group.start_soon(ingest)
+                await until_exists(marker)
+                group.start_soon(stats)
+                # Time for the read to reach the lock; were it not to wait, it would
+                # answer meanwhile with the first batch only and fail above.
+                await anyio.sleep(0.3)
+                marker.unlink()
+        assert done == ["ingest", "stats"] and not released
+
+    with second_batch_held(marker):
+        serve(tools_for(store), scenario)
 
 
 def test_the_top_level_resource(tmp_path: Path, letter: str) -> None:
