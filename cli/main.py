@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import click
 
@@ -15,9 +16,22 @@ from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
 from cam_engine.cli.manage import delete, memories
 from cam_engine.cli.mcp import mcp
+from cam_engine.errors import CamError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class CamGroup(click.Group):
+    """Every command's engine error is one ``Error:`` line, never a traceback: a
+    command that does not catch a ``CamError`` itself (a damaged store found mid-read)
+    still ends the way the errors it expects do."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CamError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=CamGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cam")
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details to stderr.")
 def cli(verbose: bool) -> None:

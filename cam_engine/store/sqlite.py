@@ -24,7 +24,7 @@ from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, query_terms
 from cam_engine.store.migrations import migrate
-from cam_engine.store.sqlite_errors import describe, is_busy, is_write_failure
+from cam_engine.store.sqlite_errors import describe, error_name, is_busy, is_write_failure
 from cam_engine.store.structure import GENERATION, StructureRows
 from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
@@ -189,17 +189,37 @@ class SqliteStore:
         commit, not a batch's nodes with the documents of the batch before it."""
         if self._in_transaction:
             return read()  # inside a transaction already: it is the snapshot
-        self._conn.execute("BEGIN DEFERRED")
+        try:
+            self._conn.execute("BEGIN DEFERRED")
+        except sqlite3.DatabaseError as exc:
+            raise self._read_failure(exc) from exc
         self._in_transaction = True
         try:
             self._see_other_writers()
             return read()
         finally:
             self._in_transaction = False
-            self._conn.execute("COMMIT")
+            if self._conn.in_transaction:
+                try:
+                    self._conn.execute("COMMIT")  # a read transaction: ends it, writes nothing
+                except sqlite3.DatabaseError:  # SQLite ends it when the connection closes
+                    logger.debug("SQLite store %s: ending a read failed", self._path)
 
     def _q(self, sql: str, *params: Any) -> list[sqlite3.Row]:
-        return self._conn.execute(sql, params).fetchall()
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._read_failure(exc) from exc
+
+    def _read_failure(self, exc: sqlite3.DatabaseError) -> StoreError:
+        """A failed read in one line. "database disk image is malformed" and "file is
+        not a database" come from a damaged file, which no retry mends."""
+        if error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return StoreError(
+                f"SQLite store {self._path} is damaged ({exc}); `sqlite3 {self._path} "
+                "'PRAGMA integrity_check'` says where"
+            )
+        return StoreError(f"SQLite store {self._path}: cannot read: {exc}")
 
     # --- memory-wide state ------------------------------------------------------------
     def load_settings(self) -> dict[str, Any] | None:

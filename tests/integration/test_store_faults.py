@@ -214,3 +214,36 @@ def test_a_store_in_a_read_only_folder_is_refused_in_one_line(book: Book, store:
     stats = runner.run(cam_argv(["stats", "--store", str(store), "--memory", "m"]), child_env())
     assert (stats.returncode, error_lines(stats)) == (1, [line]), stats.stderr[-2000:]
     assert sorted(p.name for p in store.parent.iterdir()) == ["memory.db"]
+
+
+# --- a damaged store file ----------------------------------------------------------------
+
+
+def test_a_damaged_store_file_is_one_error_line_for_every_command(
+    essay: Book, tmp_path: Path
+) -> None:
+    """Pages of the database overwritten (a bad disk, a copy cut short): every command
+    that reads them says the store is damaged, in one line, and writes nothing."""
+    store = tmp_path / "damaged.db"
+    done = cam(essay.ingest_args(str(store), "m"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = bytearray(store.read_bytes())
+    page = 4096
+    for start in range(2 * page, len(data), page):  # the schema page kept: it opens
+        data[start + 100 : start + 400] = b"\xff" * 300
+    store.write_bytes(bytes(data))
+    before = hashlib.sha256(store.read_bytes()).hexdigest()
+    where = ["--store", str(store), "--memory", "m"]
+    for args in (
+        ["stats", *where],
+        ["ask", "What is addiction?", *where],
+        essay.ingest_args(str(store), "m"),
+    ):
+        result = cam(args)
+        lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+        assert result.returncode == 1, (args, lines)
+        assert lines == [
+            f"Error: SQLite store {store} is damaged (database disk image is malformed); "
+            f"`sqlite3 {store} 'PRAGMA integrity_check'` says where"
+        ], (args[0], lines)
+    assert hashlib.sha256(store.read_bytes()).hexdigest() == before
