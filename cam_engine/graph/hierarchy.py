@@ -71,6 +71,7 @@ def group_roots(
     max_size: int,
     alpha: float,
     start: Sequence[Sequence[int]] = (),
+    regroup: bool = True,
 ) -> list[list[int]]:
     """Partition root indexes into about ``groups`` groups of 2..``max_size`` members.
 
@@ -82,7 +83,8 @@ def group_roots(
     the top as it was: a regrouping from scratch moved roots between many groups each
     batch, and every group that changed is summarized again (an LLM call each). When
     they cannot reach ``groups`` within ``max_size``, the grouping starts over from
-    single roots. The
+    single roots, unless ``regroup`` is False (where the caller cannot afford that:
+    engine/summaries.py, ``REGROUP_ROOTS``); then the groups stay, above the target. The
     score of two groups is ``alpha * cosine(centroids) + (1 - alpha) * proximity``,
     proximity being ``exp(-d^2 / 2)`` for the smallest distance ``d`` between their
     members in the reading order of one document's roots (0 across documents):
@@ -94,71 +96,134 @@ def group_roots(
     n = len(vectors)
     if n <= 1:
         return [list(range(n))]
-    rank = np.array(_ranks(docs, positions), dtype=np.float64)
-    codes = {d: c for c, d in enumerate(sorted({d for d in docs if d is not None}))}
-    doc = np.array([codes[d] if d is not None else -1 - i for i, d in enumerate(docs)])
-    prox = np.where(doc[:, None] == doc[None, :], np.exp(-((rank[:, None] - rank) ** 2) / 2), 0.0)
-    np.fill_diagonal(prox, 0.0)
-    sums = np.asarray(vectors, dtype=np.float64).copy()
-    sizes = np.ones(n, dtype=np.int64)
-    alive = np.ones(n, dtype=bool)
-    members = [[i] for i in range(n)]
-    score = alpha * (_unit(sums) @ _unit(sums).T) + (1 - alpha) * prox
-    count = n
-    for group in start:
-        first, *rest = group
-        for other in rest:
-            _merge(first, other, members, sums, sizes, alive, prox, score, alpha)
-            count -= 1
-    while count > max(groups, 1):
-        ok = alive[:, None] & alive[None, :] & (sizes[:, None] + sizes[None, :] <= max_size)
-        np.fill_diagonal(ok, False)
-        if not ok.any():
-            break
-        masked = np.where(ok, score, -np.inf)
-        best = masked.argmax(axis=1)
-        pairs = sorted(
-            (-masked[i, best[i]], i, int(best[i]))
-            for i in range(n)
-            if ok[i].any() and i < best[i] and best[best[i]] == i
-        )
-        for _, i, j in pairs:
-            if count <= groups:
-                break
-            _merge(i, j, members, sums, sizes, alive, prox, score, alpha)
-            count -= 1
-    if start and count > max(groups, 1):
+    rank = _ranks(docs, positions)
+    top = _Agglomeration(np.asarray(vectors, dtype=np.float64), docs, rank, alpha, start)
+    top.merge_pairs(groups, max_size)
+    if start and regroup and top.count > max(groups, 1):
         return group_roots(vectors, docs, positions, groups=groups, max_size=max_size, alpha=alpha)
-    for i in range(n):
-        if alive[i] and sizes[i] == 1 and count > 1:
-            others = np.where(alive & (np.arange(n) != i))[0]
-            room = [j for j in others if sizes[j] < max_size] or list(others)
-            j = max(room, key=lambda j: (score[i, j], -j))
-            _merge(int(j), i, members, sums, sizes, alive, prox, score, alpha)
-            count -= 1
-    return sorted((sorted(members[i]) for i in range(n) if alive[i]), key=lambda g: g[0])
+    top.place_singletons(max_size)
+    return top.groups()
 
 
-def _merge(
-    i: int,
-    j: int,
-    members: list[list[int]],
-    sums: np.ndarray,
-    sizes: np.ndarray,
-    alive: np.ndarray,
-    prox: np.ndarray,
-    score: np.ndarray,
-    alpha: float,
-) -> None:
-    """Fold group j into group i and refresh i's scores (single linkage for proximity,
-    centroid linkage for similarity)."""
-    members[i].extend(members[j])
-    sums[i] += sums[j]
-    sizes[i] += sizes[j]
-    alive[j] = False
-    prox[i] = prox[:, i] = np.maximum(prox[i], prox[j])
-    row = alpha * (_unit(sums) @ _unit(sums[i])) + (1 - alpha) * prox[i]
-    score[i] = score[:, i] = row
+class _Agglomeration:
+    """The groups of ``group_roots`` while they merge: one row per starting group (a
+    group of ``start`` or a single root), in the order of their first root, so that
+    ties go to the smaller root index.
+
+    Rows are groups, not roots: with the previous batch's groups as the start, the
+    score matrix is (groups x groups), about ``max_size**2`` times smaller than one
+    over the roots, which made every batch quadratic in the roots of a memory whose
+    chunks do not cluster.
+    """
+
+    def __init__(
+        self,
+        vectors: np.ndarray,
+        docs: Sequence[str | None],
+        rank: Sequence[int],
+        alpha: float,
+        start: Sequence[Sequence[int]],
+    ) -> None:
+        n = len(vectors)
+        grouped = {int(i) for g in start for i in g}
+        heads = {int(g[0]): [int(i) for i in g] for g in start}
+        heads.update((i, [i]) for i in range(n) if i not in grouped)
+        self.members = [heads[h] for h in sorted(heads)]
+        row_of = np.empty(n, dtype=np.int64)
+        for row, group in enumerate(self.members):
+            row_of[group] = row
+        self.alpha = alpha
+        # A group's vector sum is its members' vectors added in order (as merging them
+        # one by one would).
+        self.sums = np.empty((len(self.members), vectors.shape[1]), dtype=np.float64)
+        for row, group in enumerate(self.members):
+            total = vectors[group[0]].copy()
+            for i in group[1:]:
+                total += vectors[i]
+            self.sums[row] = total
+        self.sizes = np.array([len(g) for g in self.members], dtype=np.int64)
+        self.alive = np.ones(len(self.members), dtype=bool)
+        self.prox = _group_proximity(docs, rank, row_of, len(self.members))
+        self.units = _unit(self.sums)
+        self.score = alpha * (self.units @ self.units.T) + (1 - alpha) * self.prox
+        self.count = len(self.members)
+
+    def merge_pairs(self, groups: int, max_size: int) -> None:
+        """Rounds of merging mutually best pairs that fit, until ``groups`` remain or
+        no two groups fit together."""
+        while self.count > max(groups, 1):
+            live = np.flatnonzero(self.alive)
+            sizes = self.sizes[live]
+            ok = sizes[:, None] + sizes[None, :] <= max_size
+            np.fill_diagonal(ok, False)
+            if not ok.any():
+                break
+            masked = np.where(ok, self.score[np.ix_(live, live)], -np.inf)
+            best = masked.argmax(axis=1)
+            at = np.arange(len(live))
+            mutual = np.flatnonzero(ok.any(axis=1) & (at < best) & (best[best] == at))
+            pairs = sorted((-masked[i, best[i]], int(live[i]), int(live[best[i]])) for i in mutual)
+            for _, i, j in pairs:
+                if self.count <= groups:
+                    break
+                self._merge(i, j)
+
+    def place_singletons(self, max_size: int) -> None:
+        """Each group of one joins its most similar group with room (any group when
+        none has room; ties: the smaller index)."""
+        for i in range(len(self.members)):
+            if self.alive[i] and self.sizes[i] == 1 and self.count > 1:
+                others = self.alive.copy()
+                others[i] = False
+                room = others & (self.sizes < max_size)
+                candidates = np.flatnonzero(room if room.any() else others)
+                j = candidates[np.argmax(self.score[i, candidates])]
+                self._merge(int(j), i)
+
+    def groups(self) -> list[list[int]]:
+        alive = np.flatnonzero(self.alive)
+        return sorted((sorted(self.members[i]) for i in alive), key=lambda g: g[0])
+
+    def _merge(self, i: int, j: int) -> None:
+        """Fold group j into group i and refresh i's scores (single linkage for
+        proximity, centroid linkage for similarity)."""
+        self.members[i].extend(self.members[j])
+        self.sums[i] += self.sums[j]
+        self.sizes[i] += self.sizes[j]
+        self.alive[j] = False
+        self.count -= 1
+        prox = self.prox
+        prox[i] = prox[:, i] = np.maximum(prox[i], prox[j])
+        self.units[i] = _unit(self.sums[i])
+        row = self.alpha * (self.units @ self.units[i]) + (1 - self.alpha) * prox[i]
+        self.score[i] = self.score[:, i] = row
+
+
+# Proximity exp(-d^2 / 2) of roots d ranks apart: 0.0 in float64 from d = 39 on, so
+# each root has nonzero proximity to at most 38 roots on either side.
+_PROXIMITY = np.exp(-(np.arange(64, dtype=np.float64) ** 2) / 2)
+_REACH = int(np.flatnonzero(_PROXIMITY)[-1])
+
+
+def _group_proximity(
+    docs: Sequence[str | None], rank: Sequence[int], row_of: np.ndarray, rows: int
+) -> np.ndarray:
+    """(rows x rows) proximity of groups: the largest over their members' pairs (single
+    linkage), from the roots' pairs within ``_REACH`` ranks of one document."""
+    prox = np.zeros((rows, rows), dtype=np.float64)
+    by_doc: dict[str, list[tuple[int, int]]] = {}
+    for i, (doc, r) in enumerate(zip(docs, rank, strict=True)):
+        if doc is not None:
+            by_doc.setdefault(doc, []).append((r, i))
+    for roots in by_doc.values():
+        # Ranks of one document are 0..m-1: sorted by rank, d ranks apart is d places apart.
+        ordered = row_of[[i for _, i in sorted(roots)]]
+        for d in range(1, min(_REACH, len(ordered) - 1) + 1):
+            a, b = ordered[:-d], ordered[d:]
+            np.maximum.at(prox, (a, b), _PROXIMITY[d])
+            np.maximum.at(prox, (b, a), _PROXIMITY[d])
+    np.fill_diagonal(prox, 0.0)
+    return prox
 
 
 def _unit(matrix: np.ndarray) -> np.ndarray:

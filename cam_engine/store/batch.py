@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -123,6 +124,8 @@ class BatchStore:
         self._change = GraphChange(structure.generation)
         self._read: dict[str, Node] = {}  # nodes read or written this batch (text, vector)
         self.deleted: set[str] = set()  # nodes this batch deleted
+        self._deleted_as: dict[str, _Deleted] = {}  # stored nodes as this batch deleted them
+        self._regrouped: set[str] = set()  # summaries whose members this batch changed
 
     def nodes_seen(self) -> list[Node]:
         """The nodes this batch read or wrote, as they are now."""
@@ -145,6 +148,7 @@ class BatchStore:
 
     def flush(self) -> None:
         """Write the batch's change (inside the batch's transaction)."""
+        self._keep_rewritten()
         if self._change:
             self._change.counters["generation"] = self._s.generation + 1
             change = self._change
@@ -173,6 +177,8 @@ class BatchStore:
         kept = self._change
         self._change = GraphChange(kept.generation, True, kept.settings, {}, kept.documents)
         self._read = {i: n for i, n in self._read.items() if n.level == 0}
+        self._deleted_as.clear()
+        self._regrouped.clear()
 
     # --- documents ---------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
@@ -256,7 +262,10 @@ class BatchStore:
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
         gone = set(ids)
+        for node_id in gone:  # all noted first: the links among them are stored ones
+            self._note_deleted(node_id)
         for node_id in gone:
+            self._regrouped |= self._s.parents.get(node_id, set())
             self._s.remove_node(node_id)
             self._read.pop(node_id, None)
         self._change.delete_nodes(gone)
@@ -346,6 +355,85 @@ class BatchStore:
             kept = set(ms)
             self._s.set_members(summary, kept)
             self._change.members[summary] = (level, kept)
+            self._regrouped.add(summary)
+
+    # --- deleted, then written back as it was ---------------------------------------------
+    def _note_deleted(self, node_id: str) -> None:
+        """Keep a node as it is deleted, with its links, when they are the stored ones:
+        the batch has not written the node, its members or its edges before, and knows
+        its text and vector."""
+        change, s = self._change, self._s
+        stored = self._read.get(node_id)
+        if (
+            stored is None
+            or stored.embedding is None
+            or node_id in self._deleted_as
+            or node_id in change.nodes
+            or node_id in change.deleted_nodes
+            or node_id in self._regrouped
+        ):
+            return
+        self._deleted_as[node_id] = _Deleted(
+            stored,
+            frozenset(s.members.get(node_id, ())),
+            frozenset(s.parents.get(node_id, ())),
+            linked=bool(s.adjacency.get(node_id) or s.of_node.get(node_id)),
+        )
+
+    def _keep_rewritten(self) -> None:
+        """Leave out of the write the nodes this batch deleted and then wrote back unchanged.
+
+        The covering top (engine/summaries.py) is taken down before every batch and put
+        back after it, most of it as it was: writing it again cost a delete and an insert
+        per covering node and per membership link in every batch, in proportion to the
+        memory, not the batch. A node is left as stored when its fields, vector and
+        members are the same and it has no edge or replica (before or now); and its
+        stored membership links stay right: each summary it was in is deleted or has its
+        members rewritten, and none of its members is deleted for good (either would
+        remove a link this batch does not write back). Membership rows keep their level:
+        a summary's links are written at its own level.
+        """
+        change, s = self._change, self._s
+        kept = {
+            node_id
+            for node_id, before in self._deleted_as.items()
+            if node_id in change.deleted_nodes
+            and node_id in change.nodes
+            and not before.linked
+            and not s.adjacency.get(node_id)
+            and not s.of_node.get(node_id)
+            and _same_node(before.node, change.nodes[node_id])
+            and s.members.get(node_id, set()) == before.members
+            and all(p in change.deleted_nodes or p in change.members for p in before.parents)
+        }
+        gone = change.deleted_nodes - kept
+        while dropped := {i for i in kept if self._deleted_as[i].members & gone}:
+            kept -= dropped
+            gone |= dropped
+        for node_id in kept:
+            change.keep(node_id)
+        self._deleted_as.clear()
+        self._regrouped.clear()
+
+
+@dataclass(frozen=True)
+class _Deleted:
+    """A stored node as a batch deleted it: the node and its membership links."""
+
+    node: Node
+    members: frozenset[str]
+    parents: frozenset[str]
+    linked: bool  # it had edges or replicas (deleted with it: never left as stored)
+
+
+def _same_node(a: Node, b: Node) -> bool:
+    return (
+        (a.id, a.level, a.kind, a.text, a.doc_id, a.position, a.props)
+        == (b.id, b.level, b.kind, b.text, b.doc_id, b.position, b.props)
+        and a.embedding is not None
+        and b.embedding is not None
+        and np.array_equal(a.embedding, b.embedding)
+    )
 
 
 def _reading_order(node: Node) -> tuple[Any, ...]:

@@ -67,11 +67,19 @@ class GraphChange:
             self.nodes.pop(node_id, None)
             self.members.pop(node_id, None)
         self.edges = {k: e for k, e in self.edges.items() if not (gone & set(k))}
-        self.deleted_edges = {k for k in self.deleted_edges if not (gone & set(k))}
+        # Deletions of edges stay (after the node's, a no-op): if the node is kept after
+        # all (``keep``), its edges this batch deleted must still go.
         self.replicas = {i: r for i, r in self.replicas.items() if r.node_id not in gone}
         for summary, (level, ms) in list(self.members.items()):
             if ms & gone:
                 self.members[summary] = (level, ms - gone)
+
+    def keep(self, node_id: str) -> None:
+        """Drop a deletion of ``node_id`` and the rewrite of it (node and members) that
+        followed: the caller knows the stored node is what the rewrite would write."""
+        self.deleted_nodes.discard(node_id)
+        self.nodes.pop(node_id, None)
+        self.members.pop(node_id, None)
 
     def upsert_edges(self, edges: Iterable[Edge]) -> None:
         for e in edges:

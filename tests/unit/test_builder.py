@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
+from cam_engine.engine.summaries import REGROUP_ROOTS
 from cam_engine.errors import ConfigError, InputError, LLMError
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from tests.conftest import shared_file
@@ -213,8 +215,6 @@ def test_many_short_documents_share_batches(tmp_path: Path, essay: str) -> None:
 def test_pooled_short_documents_end_in_a_small_top_that_covers_them(tmp_path: Path) -> None:
     """Sixty one-chunk documents about unrelated things: most stay alone in level 0
     (no summary copies them), and the covering top level groups them all."""
-    import random
-
     rng = random.Random(7)
     vocabulary = [f"w{i}" for i in range(3000)]
     docs = [(f"doc{i}", " ".join(rng.choices(vocabulary, k=40)) + ".") for i in range(60)]
@@ -228,3 +228,29 @@ def test_pooled_short_documents_end_in_a_small_top_that_covers_them(tmp_path: Pa
         assert stats["repeated_texts"] == 0
         summaries = sum(row["nodes"] for row in stats["levels"][1:])
         assert summaries < 60 / 2, "a few covering groups, not one summary per document"
+
+
+def test_a_line_that_does_not_cluster_rewrites_a_bounded_part_of_its_top(tmp_path: Path) -> None:
+    """Random words on one line, at the default theta: almost no chunk has an edge, so
+    every chunk stays a root and the covering levels hold them all (1,280 here). Past
+    ``REGROUP_ROOTS`` roots a batch places its new roots among the kept groups; it used
+    to regroup them all in every batch (a summary, or an LLM call, per covering node:
+    95 to 117 in each of the last five batches here, against 21 to 31 now), which made
+    such a document quadratic to ingest. Not a timing: the covering summaries written
+    per batch must not grow with the memory."""
+    rng = random.Random(3)
+    vocabulary = [
+        "".join(rng.choices("abcdefghijklmnop", k=rng.randint(2, 9))) for _ in range(2000)
+    ]
+    line = " ".join(rng.choices(vocabulary, k=16 * 1280))  # 1,280 chunks of 16 tokens
+    settings = Settings(embed_model=EMBEDDER.name, chunk_tokens=16)
+    batch = 64
+    with Memory.open(tmp_path / "m.db", "t", settings=settings, embedder=EMBEDDER) as memory:
+        reports = memory.ingest_text(line, "line", batch_size=batch).batches
+        check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
+        stats = memory.stats()
+    assert len(reports) == 20
+    assert stats["levels"][0]["edges"] < 20, "random words do not cluster"
+    assert stats["roots"] == stats["levels"][-1]["nodes"] <= 10
+    assert 16 * batch > REGROUP_ROOTS  # the last five batches: past the regrouping limit
+    assert max(r.top_summaries_written for r in reports[-5:]) <= batch

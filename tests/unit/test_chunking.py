@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -184,6 +185,36 @@ def test_overlong_sentence_without_punctuation_is_split_at_words() -> None:
         " ".join(words[5:10]),
         " ".join(words[10:12]),
     ]
+
+
+def _one_line(words: int, *, sentence_every: int = 0) -> str:
+    """Random words on one line, single spaces, no newline (cam ingest of a huge line)."""
+    rng = random.Random(5)
+    line = ["".join(rng.choices("abcdefghij", k=rng.randint(1, 9))) for _ in range(words)]
+    if sentence_every:
+        line = [w + "." if i % sentence_every == 0 else w for i, w in enumerate(line, 1)]
+    return " ".join(line)
+
+
+@pytest.mark.parametrize("budget", [16, 200])
+def test_a_long_line_without_sentence_ends_is_cut_into_full_chunks_of_words(budget: int) -> None:
+    line = _one_line(20_000)
+    chunks = chunk_document("d", line, budget)
+    _check_chunks(line, chunks, budget, "d")
+    assert [w for c in chunks for w in c.text.split()] == line.split()
+    # One token per word: every chunk but the last holds exactly the budget.
+    assert {count_tokens(c.text) for c in chunks[:-1]} == {budget}
+    assert _streamed("d", line, budget) == chunks
+
+
+@pytest.mark.parametrize("budget", [16, 200])
+def test_a_long_line_of_sentences_is_cut_at_sentence_ends(budget: int) -> None:
+    line = _one_line(20_000, sentence_every=15)  # 15 words and a full stop: 16 tokens
+    chunks = chunk_document("d", line, budget)
+    _check_chunks(line, chunks, budget, "d")
+    assert [w for c in chunks for w in c.text.split()] == line.split()
+    assert all(c.text.endswith(".") for c in chunks[:-1])
+    assert _streamed("d", line, budget) == chunks
 
 
 def test_a_single_word_longer_than_the_budget_is_its_own_chunk() -> None:

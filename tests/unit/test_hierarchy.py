@@ -144,6 +144,18 @@ def test_starting_groups_that_cannot_reach_the_target_are_regrouped_from_scratch
     )
 
 
+def test_without_regroup_the_groups_before_stay_even_above_the_target() -> None:
+    # As above, where the caller cannot afford a regrouping (summaries.REGROUP_ROOTS):
+    # the pairs stay, one group over the target, instead of every group changing.
+    vectors = _unit([[1, 0.1], [0, 1], [1, 0], [0.1, 1], [1, 0.05], [0.05, 1]])
+    docs = ["a", "b", "c", "d", "e", "f"]
+    pairs = [[0, 1], [2, 3], [4, 5]]
+    kept = group_roots(
+        vectors, docs, [0.0] * 6, groups=2, max_size=3, alpha=0.7, start=pairs, regroup=False
+    )
+    assert kept == pairs
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(4, 40), cap=st.integers(2, 6), seed=st.integers(0, 1000))
 def test_regrouping_from_the_last_groups_keeps_a_partition(n: int, cap: int, seed: int) -> None:
@@ -160,3 +172,107 @@ def test_regrouping_from_the_last_groups_keeps_a_partition(n: int, cap: int, see
     )
     assert sorted(i for g in groups for i in g) == list(range(n))
     assert all(len(g) >= 2 for g in groups)
+    kept = group_roots(
+        vectors, docs, positions, groups=target, max_size=cap, alpha=0.7, start=first, regroup=False
+    )
+    assert sorted(i for g in kept for i in g) == list(range(n))
+    assert all(len(g) >= 2 for g in kept)
+    # Without a regrouping, groups only ever merge: each group before is in one after.
+    assert all(any(set(g) <= set(h) for h in kept) for g in first)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 60),
+    cap=st.integers(2, 12),
+    target=st.integers(1, 12),
+    seed=st.integers(0, 1000),
+    kept=st.integers(0, 6),
+)
+def test_the_same_groups_as_merging_roots_one_by_one(
+    n: int, cap: int, target: int, seed: int, kept: int
+) -> None:
+    """``group_roots`` keeps a row per starting group; ``_one_by_one`` is the function as
+    it was, a row per root, merging the start groups root by root and refreshing every
+    centroid at each merge. They agree, with and without start groups."""
+    rng = np.random.default_rng(seed)
+    vectors = _unit(rng.normal(size=(n, 4)).tolist())
+    docs = [f"d{i % 3}" if i % 5 else None for i in range(n)]
+    positions = [float(rng.integers(0, 50)) for _ in range(n)]
+    order = rng.permutation(n).tolist()
+    start = [order[i : i + 3] for i in range(0, min(3 * kept, n - 1), 3)]
+    args = {"groups": target, "max_size": cap, "alpha": 0.7}
+    assert group_roots(vectors, docs, positions, **args, start=start, regroup=False) == (
+        _one_by_one(vectors, docs, positions, **args, start=start)
+    )
+    assert group_roots(vectors, docs, positions, **args) == _one_by_one(
+        vectors, docs, positions, **args, start=[]
+    )
+
+
+def _one_by_one(
+    vectors: np.ndarray,
+    docs: list[str | None],
+    positions: list[float],
+    *,
+    groups: int,
+    max_size: int,
+    alpha: float,
+    start: list[list[int]],
+) -> list[list[int]]:
+    """group_roots before it worked on groups: (roots x roots) matrices, no regrouping."""
+    n = len(vectors)
+    by_order = sorted(range(n), key=lambda i: (docs[i] or "", positions[i], i))
+    rank = np.zeros(n)
+    seen: dict[str | None, int] = {}
+    for i in by_order:
+        rank[i] = seen.get(docs[i], 0)
+        seen[docs[i]] = int(rank[i]) + 1
+    codes = {d: c for c, d in enumerate(sorted({d for d in docs if d is not None}))}
+    doc = np.array([codes[d] if d is not None else -1 - i for i, d in enumerate(docs)])
+    prox = np.where(doc[:, None] == doc[None, :], np.exp(-((rank[:, None] - rank) ** 2) / 2), 0.0)
+    np.fill_diagonal(prox, 0.0)
+    sums = np.asarray(vectors, dtype=np.float64).copy()
+    sizes = np.ones(n, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    members = [[i] for i in range(n)]
+
+    def unit(m: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(m, axis=-1, keepdims=True)
+        return np.asarray(m / np.where(norms == 0, 1.0, norms))
+
+    score = alpha * (unit(sums) @ unit(sums).T) + (1 - alpha) * prox
+
+    def merge(i: int, j: int) -> None:
+        members[i].extend(members[j])
+        sums[i] += sums[j]
+        sizes[i] += sizes[j]
+        alive[j] = False
+        prox[i] = prox[:, i] = np.maximum(prox[i], prox[j])
+        score[i] = score[:, i] = alpha * (unit(sums) @ unit(sums[i])) + (1 - alpha) * prox[i]
+
+    for first, *rest in start:
+        for other in rest:
+            merge(first, other)
+    while alive.sum() > max(groups, 1):
+        ok = alive[:, None] & alive[None, :] & (sizes[:, None] + sizes[None, :] <= max_size)
+        np.fill_diagonal(ok, False)
+        if not ok.any():
+            break
+        masked = np.where(ok, score, -np.inf)
+        best = masked.argmax(axis=1)
+        pairs = sorted(
+            (-masked[i, best[i]], i, int(best[i]))
+            for i in range(n)
+            if ok[i].any() and i < best[i] and best[best[i]] == i
+        )
+        for _, i, j in pairs:
+            if alive.sum() <= groups:
+                break
+            merge(i, j)
+    for i in range(n):
+        if alive[i] and sizes[i] == 1 and alive.sum() > 1:
+            others = [j for j in range(n) if alive[j] and j != i]
+            room = [j for j in others if sizes[j] < max_size] or others
+            merge(max(room, key=lambda j: (score[i, j], -j)), i)
+    return sorted((sorted(members[i]) for i in range(n) if alive[i]), key=lambda g: g[0])
