@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cam_engine.bench import shared_data_dir
+from cam_engine.bench import print_figures, shared_data_dir
 from cam_engine.bench.stores import default_book, percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
@@ -326,10 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    line = json.dumps(figures, sort_keys=True)
-    print(line)
-    if args.out is not None:
-        args.out.write_text(line + "\n", encoding="utf-8")
+    print_figures(figures, args.out)
     return 0
 
 

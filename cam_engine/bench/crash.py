@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from cam_engine.bench import print_figures, shared_data_dir
 from cam_engine.bench.neo4j_private import PrivateNeo4j
 from cam_engine.bench.tcp_cut import CuttableProxy
 from cam_engine.config import Settings
@@ -61,8 +62,7 @@ PHASES = (*CHECKPOINTS, TIMER)
 # between them (closed at once, or the next reply lost).
 INGEST, SERVER, DROP, REPLY = "ingest", "server", "drop", "reply"
 TARGETS = (INGEST, SERVER, DROP, REPLY)
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-DEFAULT_BOOK = SHARED_DATA / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
+DEFAULT_BOOK = shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
 KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
 
 Rows = dict[str, set[tuple[Any, ...]]]
@@ -533,9 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
     summary = sweep(book, args.store, args.points, kill=args.kill)
     results = summary.pop("results")
-    if args.out is not None:
-        args.out.write_text(json.dumps({**summary, "results": results}, indent=2) + "\n")
-    print(json.dumps(summary))
+    print_figures(summary, args.out, {"results": results})
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]
     return 0 if ok and not summary["resume_failed"] else 1
 

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from cam_engine.bench import print_figures
 from cam_engine.bench.crash import (
     DEFAULT_BOOK,
     Book,
@@ -249,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
     summary = sweep(book, args.points, args.seed.resolve() if args.seed else None)
     results = summary.pop("results")
-    if args.out is not None:
-        args.out.write_text(json.dumps({**summary, "results": results}, indent=2) + "\n")
-    print(json.dumps(summary))
+    print_figures(summary, args.out, {"results": results})
     failed = summary["points"] - summary["finished"]
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]
     ok = ok and summary["seed_memory_intact"] in (None, summary["points"])

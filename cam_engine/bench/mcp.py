@@ -20,7 +20,6 @@ on a shared machine are noisy: compare runs, not single figures.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,6 +31,7 @@ from typing import Any
 
 import anyio
 
+from cam_engine.bench import print_figures
 from cam_engine.bench.ask import BOOK_QUESTIONS
 from cam_engine.bench.stores import default_book, percentile
 from cam_engine.config import Settings
@@ -202,10 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    line = json.dumps(figures, sort_keys=True)
-    print(line)
-    if args.out is not None:
-        args.out.write_text(line + "\n", encoding="utf-8")
+    print_figures(figures, args.out)
     return 0
 
 

@@ -34,7 +34,6 @@ is not 0. Timings on a shared machine are noisy: compare runs, not single figure
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import socket
@@ -51,7 +50,7 @@ from typing import Any
 
 import anyio
 
-from cam_engine.bench import shared_data_dir
+from cam_engine.bench import print_figures, shared_data_dir
 from cam_engine.bench.mcp import QUESTIONS
 from cam_engine.bench.stores import default_book, percentile
 from cam_engine.config import DEFAULT_EMBED_MODEL, Settings
@@ -514,10 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    line = json.dumps(result, sort_keys=True)
-    print(line)
-    if args.out is not None:
-        args.out.write_text(line + "\n", encoding="utf-8")
+    print_figures(result, args.out)
     return 1 if result["errors"] or result["half_written"] else 0
 
 
