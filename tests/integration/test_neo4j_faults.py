@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,14 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cam_engine import Memory
-from cam_engine.bench.neo4j_private import (
-    SCRIPT,
-    Neo4jUnavailable,
-    cached_jars,
-    find_java,
-    free_port,
-    link_jars,
-)
+from cam_engine.bench.neo4j_private import Neo4jUnavailable, PrivateNeo4j, free_port
 from cam_engine.chunking import chunk_document
 from cam_engine.cli.main import cli
 from cam_engine.config import Settings
@@ -126,64 +115,17 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
-@dataclass
-class Instance:
-    """One docker/neo4j-local server: its own home and ports."""
-
-    uri: str
-    env: dict[str, str]
-
-    def run(self, command: str) -> None:
-        done = subprocess.run(
-            [str(SCRIPT), command],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"docker/neo4j-local {command} failed:\n{done.stderr}{done.stdout}")
-
-    def connect(self, memory: str) -> Neo4jStore:
-        return Neo4jStore.connect(self.uri, memory)
-
-
 @pytest.fixture(scope="module")
-def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
-    if not SCRIPT.is_file() or shutil.which("bash") is None:
-        unavailable(f"{SCRIPT} or bash is missing")
-    if find_java() is None:
-        unavailable("no OpenJDK 17/21 under /usr/lib/jvm (or NEO4J_LOCAL_JAVA_HOME)")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateNeo4j]:
     try:
-        jars = cached_jars()
+        server = PrivateNeo4j(tmp_path_factory.mktemp("neo4j-faults"))
     except Neo4jUnavailable as exc:
         unavailable(str(exc))
-    home = tmp_path_factory.mktemp("neo4j-faults")
-    bolt = free_port()
-    http = next(port for port in iter(free_port, None) if port != bolt)
-    env = {
-        **os.environ,
-        **link_jars(home, jars),
-        "NEO4J_LOCAL_HOME": str(home),
-        "NEO4J_LOCAL_BOLT_PORT": str(bolt),
-        "NEO4J_LOCAL_HTTP_PORT": str(http),
-        "NEO4J_LOCAL_HEAP_INITIAL": "256m",
-        "NEO4J_LOCAL_HEAP_MAX": "768m",
-        "NEO4J_LOCAL_PAGECACHE": "64m",
-        "NEO4J_LOCAL_START_TIMEOUT": "240",
-        # A class-data archive is tied to one home; making one for a throwaway home costs
-        # ~140 MB and a slow first stop, for faster starts this instance never gets.
-        "NEO4J_LOCAL_CDS": "0",
-        # The readiness probe needs the Bolt driver: this interpreter has it.
-        "NEO4J_LOCAL_PYTHON": sys.executable,
-    }
-    server = Instance(f"bolt://127.0.0.1:{bolt}", env)
+    server.start()
     try:
-        server.run("start")
         yield server
     finally:
-        server.run("stop")
+        server.stop()
 
 
 # --- the server stopped in the middle of a batch ---------------------------------------
@@ -193,7 +135,7 @@ class StopServerSummarizer(ExtractiveSummarizer):
     """Stops the server from inside a batch's transaction (summaries are written there),
     on the first summary after ``after`` batches have been committed, then carries on."""
 
-    def __init__(self, server: Instance, committed: list[BatchReport], after: int) -> None:
+    def __init__(self, server: PrivateNeo4j, committed: list[BatchReport], after: int) -> None:
         self.server = server
         self.committed = committed
         self.after = after
@@ -201,7 +143,7 @@ class StopServerSummarizer(ExtractiveSummarizer):
 
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
         if self.stopped_after is None and len(self.committed) >= self.after:
-            self.server.run("stop")
+            self.server.stop()
             self.stopped_after = len(self.committed)
         return super().summarize(texts, max_words=max_words)
 
@@ -223,7 +165,7 @@ def graph_of(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
-    instance: Instance, tmp_path: Path
+    instance: PrivateNeo4j, tmp_path: Path
 ) -> None:
     text = shared_file(DOCUMENT).read_text(encoding="utf-8")
     embedder = HashingEmbedder(64)
@@ -236,7 +178,11 @@ def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
     committed: list[BatchReport] = []
     summarizer = StopServerSummarizer(instance, committed, STOP_AFTER)
     memory = Memory.open(
-        instance.connect(name), name, settings=settings, embedder=embedder, summarizer=summarizer
+        Neo4jStore.connect(instance.uri, name),
+        name,
+        settings=settings,
+        embedder=embedder,
+        summarizer=summarizer,
     )
     try:
         with pytest.raises(StoreError) as caught:
@@ -250,8 +196,10 @@ def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
     assert [b.chunks_added for b in committed] == [BATCH] * len(committed)
     kept = len(committed) * BATCH
 
-    instance.run("start")
-    with Memory.open(instance.connect(name), name, settings=settings, embedder=embedder) as memory:
+    instance.start()
+    with Memory.open(
+        Neo4jStore.connect(instance.uri, name), name, settings=settings, embedder=embedder
+    ) as memory:
         stats = memory.stats()
         assert stats["levels"][0]["nodes"] == kept
         document = memory.store.get_document(DOC_ID)
@@ -272,7 +220,7 @@ def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
 
 
 def test_cli_ingest_cut_off_says_what_was_kept_and_the_same_command_resumes(
-    instance: Instance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    instance: PrivateNeo4j, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`cam ingest` when the server goes away inside a batch: like Ctrl-C, one line says
     how many chunks the committed batches kept and that the same command resumes; once
@@ -301,7 +249,7 @@ def test_cli_ingest_cut_off_says_what_was_kept_and_the_same_command_resumes(
         self: ExtractiveSummarizer, texts: Sequence[str], *, max_words: int
     ) -> SummaryResult:
         if not stopped_after and len(started) > STOP_AFTER:
-            instance.run("stop")
+            instance.stop()
             stopped_after.append(len(started) - 1)
         return summarize(self, texts, max_words=max_words)
 
@@ -318,7 +266,7 @@ def test_cli_ingest_cut_off_says_what_was_kept_and_the_same_command_resumes(
         "command again to resume" in cut.output
     ), cut.output
 
-    instance.run("start")
+    instance.start()
     again = cam(args, **model)
     assert again.exit_code == 0, again.output
     assert f"ingested {total - kept} new chunks" in again.output, again.output
