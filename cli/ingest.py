@@ -19,6 +19,7 @@ from cam_engine.cli.options import (
 )
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
+from cam_engine.samples import sample_path
 from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
@@ -148,6 +149,12 @@ def _build_view(
 @click.option("--batch-size", default=64, show_default=True, help="Chunks per batch (transaction).")
 @click.option("--document", help="Document id for a single file or stdin (default: file name).")
 @click.option(
+    "--sample",
+    is_flag=True,
+    help="Also ingest the sample book shipped with CAM Engine (Frankenstein, public "
+    "domain; document id frankenstein.txt): a first try needs no file of your own.",
+)
+@click.option(
     "--rebuild",
     is_flag=True,
     help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
@@ -199,6 +206,7 @@ def ingest(
     memory_name: str | None,
     batch_size: int,
     document: str | None,
+    sample: bool,
     rebuild: bool,
     summarizer: str,
     llm_concurrency: int,
@@ -218,9 +226,12 @@ def ingest(
         raise click.BadParameter(
             f"must be an integer >= 1, got {batch_size}", param_hint="--batch-size"
         )
+    if sample:
+        paths = (*paths, str(sample_path()))
     if not paths and not rebuild and not views:
         raise click.UsageError(
-            "give at least one PATH (a file, a folder or -), or --rebuild, or --view"
+            "give at least one PATH (a file, a folder or -), or --sample, or --rebuild, "
+            "or --view"
         )
     view_options = _view_options(page_words, session_tokens)
     memory = open_memory(

@@ -7,6 +7,8 @@ as a matrix in memory (loaded on first use) and answers top-k with one matrix pr
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import logging
 import sqlite3
@@ -62,6 +64,8 @@ class SqliteStore:
         self._memory = validate_memory_name(memory)
         self._path = path
         self._busy_timeout = busy_timeout
+        # Made here: a command that fails before writing a memory removes it on close.
+        self._created = not path.exists()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -100,9 +104,28 @@ class SqliteStore:
     def close(self) -> None:
         if isinstance(self._conn, _Closed):
             return  # closing twice is harmless, as for files
+        unused = self._created and not self._holds_anything()
         self._conn.close()
         # Any later use says what happened instead of sqlite3's ProgrammingError.
         self._conn = cast(sqlite3.Connection, _Closed(f"SQLite store {self._path} is closed"))
+        if unused:
+            self._remove_unused_file()
+
+    def _holds_anything(self) -> bool:
+        try:
+            return bool(self.memories())
+        except sqlite3.Error:
+            return True  # cannot tell: keep the file
+
+    def _remove_unused_file(self) -> None:
+        """Remove the file this store created when no memory was ever written to it (an
+        ingest of a missing file, Ctrl-C before the first batch): a failed command leaves
+        no empty store behind. SQLite deletes the WAL when its last connection closes,
+        so a WAL still there means another connection has the file open: keep it."""
+        if Path(f"{self._path}-wal").exists():
+            return
+        with contextlib.suppress(OSError):
+            self._path.unlink()
 
     def prepare(self, dimensions: int) -> None:
         """The schema is made by migrations on open; what is left is to check, once,

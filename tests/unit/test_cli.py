@@ -351,3 +351,23 @@ def test_memories_are_listed_and_one_is_deleted(env: dict[str, str], text_file: 
             assert rows == (0,), table
     again = CliRunner().invoke(cli, ["delete", "--memory", "one", "--yes"], env=env)
     assert again.exit_code == 1 and "no memory 'one'" in again.output
+
+
+def test_an_ingest_that_fails_leaves_no_store_behind(env: dict[str, str], tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["ingest", str(tmp_path / "missing.txt")], env=env)
+    assert result.exit_code == 1
+    assert "no such file or folder" in result.output
+    assert not Path(env["CAM_STORE"]).exists()
+
+
+def test_ingest_sample_reads_the_book_shipped_with_the_package(env: dict[str, str]) -> None:
+    result = run(env, "ingest", "--sample", "--batch-size", "256", "--json")
+    assert result.exit_code == 0, result.output
+    (document,) = stats(env)["document_list"]
+    assert document["id"] == "frankenstein.txt"
+    assert document["chunks"] == document["total"] > 400
+    # The reader cut Project Gutenberg's header and licence away.
+    answer = run(env, "ask", "Who is Victor's friend from Geneva?", "--strategy", "bm25", "--json")
+    texts = " ".join(e["text"] for e in json.loads(answer.output)["evidence"])
+    assert "Clerval" in texts
+    assert "Project Gutenberg" not in texts

@@ -46,6 +46,7 @@ def test_cli_adapters_cypher_and_prompts_are_inside_the_package(wheel: zipfile.Z
     assert "cam_engine/adapters/__init__.py" in names
     assert "cam_engine/cypher/__init__.py" in names
     assert "cam_engine/llm/prompts/summarize.toml" in names
+    assert "cam_engine/samples/frankenstein.txt" in names  # cam ingest --sample
     assert "cam_engine/cypher/browser/style.grass" in names  # cam browse prints it
     for path in (ROOT / "cypher").glob("*.cypher"):
         assert f"cam_engine/cypher/{path.name}" in names

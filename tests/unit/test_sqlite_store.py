@@ -150,3 +150,36 @@ def test_a_write_the_disk_refuses_rolls_the_batch_back_and_the_store_goes_on(
         assert store.count_nodes(0) == 1
     finally:
         store.close()
+
+
+def test_a_store_closed_before_any_memory_was_written_leaves_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    SqliteStore(path, "default").close()
+    assert not path.exists()  # a command that failed before writing leaves nothing
+
+
+def test_a_store_that_holds_a_memory_or_was_there_before_is_kept(tmp_path: Path) -> None:
+    written = tmp_path / "written.db"
+    store = SqliteStore(written, "default")
+    with store.transaction():
+        store.save_settings({"alpha": 0.7})
+    store.close()
+    assert written.exists()
+
+    existing = tmp_path / "existing.db"
+    SqliteStore(existing, "default").close()
+    existing.touch()  # a file the user made, empty or not, is never removed
+    SqliteStore(existing, "default").close()
+    assert existing.exists()
+
+
+def test_a_new_store_another_connection_has_open_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    first = SqliteStore(path, "default")
+    second = SqliteStore(path, "default")  # e.g. a second ingest starting beside it
+    first.close()
+    assert path.exists()  # the other connection's WAL is still there
+    with second.transaction():
+        second.save_settings({"alpha": 0.7})
+    second.close()
+    assert path.exists()
