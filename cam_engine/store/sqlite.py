@@ -8,7 +8,6 @@ as a matrix in memory (loaded on first use) and answers top-k with one matrix pr
 from __future__ import annotations
 
 import contextlib
-
 import json
 import logging
 import sqlite3
