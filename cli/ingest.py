@@ -230,8 +230,7 @@ def ingest(
         paths = (*paths, str(sample_path()))
     if not paths and not rebuild and not views:
         raise click.UsageError(
-            "give at least one PATH (a file, a folder or -), or --sample, or --rebuild, "
-            "or --view"
+            "give at least one PATH (a file, a folder or -), or --sample, or --rebuild, or --view"
         )
     view_options = _view_options(page_words, session_tokens)
     memory = open_memory(
