@@ -64,10 +64,28 @@ def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[S
             yield InputError(f"{raw}: no such file or folder", raw)
 
 
+@dataclass(frozen=True)
+class DocumentText:
+    """A document's text as the memory keeps it, and where it came from in the file."""
+
+    text: str
+    sha256: str  # of the file's bytes
+    # PDF: (page number from 1, offset in ``text`` where the page starts), for each page
+    # with text; empty for other formats.
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+
 def read_document(path: Path) -> tuple[str, str]:
-    """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
-    which), without a Project Gutenberg header and licence; InputError naming the file
-    otherwise.
+    """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file: ``load_document``'s
+    text and hash."""
+    document = load_document(path)
+    return document.text, document.sha256
+
+
+def load_document(path: Path) -> DocumentText:
+    """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
+    which), without a Project Gutenberg header and licence, with a PDF's page starts;
+    InputError naming the file otherwise.
 
     The hash is of the file's bytes, not of the text taken out of them: a file keeps its
     hash whatever the extraction does, so re-ingesting it is still recognized (its
@@ -76,8 +94,11 @@ def read_document(path: Path) -> tuple[str, str]:
     """
     data = _read_bytes(path)
     kind = formats.detect(path, data)
+    starts: list[tuple[int, int]] = []
     if kind == "pdf":
-        text = formats.pdf_text(path, data)
+        pages = formats.pdf_pages(path, data)
+        text = "\n\n".join(page for _, page in pages)
+        starts = formats.page_starts(pages)
     elif kind == "epub":
         text = formats.epub_text(path, data)
     elif kind == "html":
@@ -86,10 +107,25 @@ def read_document(path: Path) -> tuple[str, str]:
             raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
     else:
         text = _decode(path, data)
-    text = formats.strip_gutenberg(text)
+    cut, end = formats.gutenberg_bounds(text)
+    text = text[cut:end]
     if not text.strip():
         raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
-    return text, hashlib.sha256(data).hexdigest()
+    return DocumentText(text, hashlib.sha256(data).hexdigest(), _shifted(starts, cut, len(text)))
+
+
+def _shifted(starts: list[tuple[int, int]], cut: int, length: int) -> tuple[tuple[int, int], ...]:
+    """Page starts in the text after its first ``cut`` characters were dropped: a page
+    that began before the cut begins at 0 (the last such one), pages past the end go."""
+    kept: list[tuple[int, int]] = []
+    for number, offset in starts:
+        at = max(offset - cut, 0)
+        if at >= length:
+            break
+        if kept and kept[-1][1] == at:
+            kept.pop()
+        kept.append((number, at))
+    return tuple(kept)
 
 
 def read_text(path: Path) -> tuple[str, str]:
