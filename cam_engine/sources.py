@@ -68,10 +68,14 @@ def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[S
 class DocumentText:
     """A document's text as the memory keeps it, and where it came from in the file."""
 
-    text: str
+    text: str  # what is chunked: the file's text without a Gutenberg header and licence
     sha256: str  # of the file's bytes
-    # PDF: (page number from 1, offset in ``text`` where the page starts), for each page
-    # with text; empty for other formats.
+    # Where ``text`` starts in the file's whole text (UTF-8 decoded, a BOM dropped, line
+    # ends as they are; a PDF's, EPUB's or HTML page's extracted text): citations count
+    # from the file's start, so file_text[start:end] is the passage.
+    offset: int = 0
+    # PDF: (page number from 1, offset in the file's whole text where the page starts),
+    # for each page with text; empty for other formats.
     page_starts: tuple[tuple[int, int], ...] = ()
 
 
@@ -111,21 +115,7 @@ def load_document(path: Path) -> DocumentText:
     text = text[cut:end]
     if not text.strip():
         raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
-    return DocumentText(text, hashlib.sha256(data).hexdigest(), _shifted(starts, cut, len(text)))
-
-
-def _shifted(starts: list[tuple[int, int]], cut: int, length: int) -> tuple[tuple[int, int], ...]:
-    """Page starts in the text after its first ``cut`` characters were dropped: a page
-    that began before the cut begins at 0 (the last such one), pages past the end go."""
-    kept: list[tuple[int, int]] = []
-    for number, offset in starts:
-        at = max(offset - cut, 0)
-        if at >= length:
-            break
-        if kept and kept[-1][1] == at:
-            kept.pop()
-        kept.append((number, at))
-    return tuple(kept)
+    return DocumentText(text, hashlib.sha256(data).hexdigest(), cut, tuple(starts))
 
 
 def read_text(path: Path) -> tuple[str, str]:

@@ -28,7 +28,7 @@ from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError
 from cam_engine.formats import pages_of
 from cam_engine.llm import Summarizer
-from cam_engine.sources import Source, expand_paths, load_document
+from cam_engine.sources import DocumentText, Source, expand_paths, load_document
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.types import CHUNK, Chunk, Node
@@ -184,7 +184,7 @@ class IngestPipeline:
                     self.store.memory,
                     source.doc_id,
                 )
-        pieces = _on_pages(chunk_document(source.doc_id, text, budget), document.page_starts)
+        pieces = _placed(chunk_document(source.doc_id, text, budget), document)
         record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
         self._ingest_chunks(
             record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
@@ -372,12 +372,16 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _on_pages(chunks: list[Chunk], page_starts: Sequence[tuple[int, int]]) -> list[Chunk]:
-    """The chunks with the pages they are on, when the document has pages (a PDF)."""
-    if not page_starts:
-        return chunks
-    starts = list(page_starts)
-    return [replace(c, pages=pages_of(starts, c.start_char, c.end_char)) for c in chunks]
+def _placed(chunks: list[Chunk], document: DocumentText) -> list[Chunk]:
+    """The chunks with offsets into the file's whole text (before the Gutenberg cut) and,
+    for a PDF, the pages they are on: what a citation points at."""
+    starts = list(document.page_starts)
+    placed = []
+    for c in chunks:
+        start, end = c.start_char + document.offset, c.end_char + document.offset
+        pages = pages_of(starts, start, end) if starts else None
+        placed.append(replace(c, start_char=start, end_char=end, pages=pages))
+    return placed
 
 
 def _chunk_props(chunk: Chunk) -> dict[str, Any]:

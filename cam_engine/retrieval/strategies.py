@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from cam_engine.errors import ConfigError
@@ -112,10 +112,8 @@ def _adapter(name: str) -> Run:
         except TypeError as exc:
             raise ConfigError(f"strategy {name!r}: {exc}") from None
         answer: AdapterAnswer = run_adapter(memory, question, options.chat, **adapter_options)
-        # Every adapter reads only the documents it is given (doc_ids); its sources
-        # are checked all the same: evidence never comes from outside the scope.
-        evidence = within(
-            (Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources),
+        evidence = _scoped_sources(
+            [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources],
             options.documents,
         )
         extra = []
@@ -148,6 +146,21 @@ def _scoped_adapter_options(name: str, options: AskOptions) -> dict[str, Any]:
         )
     adapter["doc_ids"] = list(options.documents)
     return adapter
+
+
+def _scoped_sources(sources: list[Node], documents: tuple[str, ...] | None) -> list[Node]:
+    """An adapter's sources within a scope. Every adapter reads only the documents it
+    is given (``doc_ids``), so a source of no one document (MemAgent's memory state) is
+    of the scope's, and of its one document when it has one; a source of another
+    document is dropped all the same: evidence never comes from outside the scope."""
+    if documents is None:
+        return sources
+    only = documents[0] if len(documents) == 1 else None
+    return [
+        replace(n, doc_id=only) if n.doc_id is None else n
+        for n in sources
+        if n.doc_id is None or n.doc_id in documents
+    ]
 
 
 def _other_gists(memory: Memory, read: set[str]) -> list[Node]:
