@@ -3,8 +3,6 @@ Elizabeth, kept to Frankenstein, takes nothing from Pride and Prejudice's Elizab
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cam_engine import Memory

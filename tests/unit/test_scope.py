@@ -3,7 +3,7 @@ of evidence, on a memory of two real books (their openings) with the hashing emb
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -12,8 +12,13 @@ from cam_engine import Memory
 from cam_engine.adapters.registry import VIEW_BUILDERS
 from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import ConfigError, NotFoundError
+from cam_engine.llm.base import Candidate, Selection, Usage
+from cam_engine.retrieval import prune_and_grow
 from cam_engine.retrieval.strategies import STRATEGIES
+from cam_engine.store.sqlite import SqliteStore
+from cam_engine.types import CHUNK, Edge, Node
 from tests.conftest import shared_file
+from tests.unit.tiny_memory import axis, mix
 
 FRANKENSTEIN, PRIDE = "pg84.txt", "pg1342.txt"
 QUESTION = "What happened on Elizabeth's wedding night?"
@@ -106,3 +111,36 @@ def test_a_summary_of_two_books_cites_both_spans(memory: Memory) -> None:
     top = [e for e in memory.ask(QUESTION, strategy="traverse").evidence if e.document is None]
     assert top and all(set(e.covers) == {FRANKENSTEIN, PRIDE} for e in top)
     assert all("; " in e.citation for e in top)
+
+
+class EverySelector:
+    """Chooses every candidate: growth goes wherever the graph leads."""
+
+    backend = "every"
+
+    def select(self, question: str, candidates: Sequence[Candidate]) -> Selection:
+        return Selection(list(range(len(candidates))), "all", Usage())
+
+
+def test_prune_and_grow_never_grows_into_another_document(tmp_path: Path) -> None:
+    # a0 is the question's chunk; its strongest neighbour, b0, is of another document.
+    store = SqliteStore(tmp_path / "s.db", "m")
+    with store.transaction():
+        store.upsert_nodes(
+            [
+                Node("a0", 0, CHUNK, "the lighthouse keeper", "a", 0, axis(0)),
+                Node("a1", 0, CHUNK, "nets and boats", "a", 1, mix((0, 0.2), (1, 1.0))),
+                Node("b0", 0, CHUNK, "a ballroom in spring", "b", 0, axis(5)),
+            ]
+        )
+        store.upsert_edges([Edge.make("a0", "b0", 0, 0.99), Edge.make("a0", "a1", 0, 0.5)])
+
+    def activated(documents: list[str] | None) -> set[str]:
+        found = prune_and_grow(
+            store, "keeper", axis(0), EverySelector(), top_k=1, max_turns=3, documents=documents
+        )
+        return {n.id for n in found.activated}
+
+    assert "b0" in activated(None)  # the edge leads there
+    assert activated(["a"]) == {"a0", "a1"}
+    store.close()
