@@ -9,6 +9,7 @@ naming the file and the reason.
 
 from __future__ import annotations
 
+import bisect
 import io
 import posixpath
 import re
@@ -73,6 +74,12 @@ def detect(path: Path, data: bytes) -> Format:
 
 def pdf_text(path: Path, data: bytes) -> str:
     """Each page's text, pages separated by blank lines."""
+    return "\n\n".join(text for _, text in pdf_pages(path, data))
+
+
+def pdf_pages(path: Path, data: bytes) -> list[tuple[int, str]]:
+    """(page number from 1, its text stripped) of each page that has text: joined by
+    blank lines they are ``pdf_text``, and ``page_starts`` says where each begins."""
     if not data.startswith(b"%PDF-"):
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
     try:
@@ -86,11 +93,30 @@ def pdf_text(path: Path, data: bytes) -> str:
         raise
     except Exception as exc:  # pypdf raises many kinds on malformed files
         raise InputError(f"{path}: cannot read the PDF ({_one_line(exc)})") from exc
-    text = "\n\n".join(p.strip() for p in pages if p.strip())
-    if not text:
+    found = [(number, p.strip()) for number, p in enumerate(pages, start=1) if p.strip()]
+    if not found:
         count = f"{len(pages)} page{'' if len(pages) == 1 else 's'}"
         raise InputError(f"{path}: no text in the PDF ({count}: scanned images? run OCR first)")
-    return text
+    return found
+
+
+def page_starts(pages: list[tuple[int, str]]) -> list[tuple[int, int]]:
+    """(page number, offset where its text starts in ``pdf_text``) for each page."""
+    starts, offset = [], 0
+    for number, text in pages:
+        starts.append((number, offset))
+        offset += len(text) + 2  # the blank line between pages
+    return starts
+
+
+def pages_of(starts: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """The first and last page that text[start:end] is on, from ``page_starts``."""
+    if not starts:
+        return None
+    offsets = [offset for _, offset in starts]
+    first = max(bisect.bisect_right(offsets, start) - 1, 0)
+    last = max(bisect.bisect_right(offsets, max(end - 1, start)) - 1, 0)
+    return starts[first][0], starts[last][0]
 
 
 # --- HTML ---------------------------------------------------------------------------------
@@ -269,13 +295,20 @@ def strip_gutenberg(text: str) -> str:
     """The book without Project Gutenberg's header (up to its START line) and licence
     (from its END line on), each cut only where its marker is present: otherwise the
     title page and licence would be the memory's most central summaries."""
-    start = _GUTENBERG_START.search(text)
-    if start is not None:
-        text = text[start.end() :]
-    end = _GUTENBERG_END.search(text)
-    if end is not None:
-        text = text[: end.start()]
-    return text
+    start, end = gutenberg_bounds(text)
+    return text[start:end]
+
+
+def gutenberg_bounds(text: str) -> tuple[int, int]:
+    """Where ``strip_gutenberg`` cuts ``text``: the book is text[start:end]."""
+    start, end = 0, len(text)
+    marker = _GUTENBERG_START.search(text)
+    if marker is not None:
+        start = marker.end()
+    marker = _GUTENBERG_END.search(text, start)
+    if marker is not None:
+        end = marker.start()
+    return start, end
 
 
 def _one_line(exc: BaseException) -> str:

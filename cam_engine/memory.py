@@ -8,13 +8,15 @@ with Memory.open("book.db") as memory:
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+from cam_engine.citations import Citation, cite
 from cam_engine.config import (
     DEFAULT_EMBED_MODEL,
     DEFAULT_MEMORY,
@@ -33,7 +35,7 @@ from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
-from cam_engine.types import Node, ViewNode
+from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -41,11 +43,20 @@ T = TypeVar("T")
 
 @dataclass
 class Evidence:
+    """One node an answer was drawn from, and where it is in the documents."""
+
     node_id: str
     level: int
     document: str | None
     position: float | None
     text: str
+    # Chunks: text == the document's text[start_char:end_char] (as the memory read it:
+    # a PDF's page texts, a book without its Gutenberg header).
+    start_char: int | None = None
+    end_char: int | None = None
+    pages: list[int] | None = None  # PDF: the pages the text is on
+    covers: dict[str, list[int]] = field(default_factory=dict)  # summaries: doc -> span
+    citation: str = "-"  # pg84.txt:12345-13020, paper.pdf:80-950 p.3, summary of ...
 
 
 @dataclass
@@ -380,6 +391,7 @@ class Memory:
         answerer: Answerer | None = None,
         chat: ChatModel | None = None,
         options: Mapping[str, Any] | None = None,
+        documents: Sequence[str] | None = None,
     ) -> AskResult:
         """Answer a question from the memory (CAM Section 4.2) with any strategy of
         ``cam_engine.retrieval.strategies.STRATEGIES``.
@@ -388,6 +400,11 @@ class Memory:
         relevance, and an answer that quotes the evidence sentences that best match the
         question. Adapter strategies (lookup, lookup-seq, memagent, research) answer
         themselves, with ``chat`` or their offline rules, and take their own ``options``.
+
+        ``documents`` keeps the question to those documents (ids as ``documents()``
+        names them): only their nodes are searched and only they are evidence
+        (cam_engine/retrieval/scope.py says how summaries are treated). An id the
+        memory does not hold is a ``NotFoundError`` naming the ones it does.
         """
         spec = strategy_named(strategy)
         if not isinstance(question, str):
@@ -405,6 +422,7 @@ class Memory:
             selector=selector,
             chat=chat,
             adapter=dict(options or {}),
+            documents=self._scope(documents),
         )
         found = spec.run(self, question, ask_options)
         passages = context_passages(found.evidence())
@@ -415,12 +433,47 @@ class Memory:
             usage = found.usage + reply.usage
         else:
             usage = found.usage
-        evidence = [
-            Evidence(n.id, n.level, n.doc_id, n.position, n.text)
-            for nodes, _ in passages
-            for n in nodes
-        ]
-        return AskResult(question, reply.text, reply.backend, evidence, found, usage)
+        nodes = [n for group, _ in passages for n in group]
+        return AskResult(question, reply.text, reply.backend, self._evidence(nodes), found, usage)
+
+    def _scope(self, documents: Sequence[str] | None) -> tuple[str, ...] | None:
+        """The documents a question is kept to, checked; None (no scope) for none
+        given or every document of the memory (then summaries spanning several
+        documents stay in reach)."""
+        if isinstance(documents, str):
+            documents = [documents]  # one id, not its letters
+        asked = tuple(dict.fromkeys(documents or ()))
+        if not asked:
+            return None
+        known = [d.id for d in self.store.documents()]
+        missing = [d for d in asked if d not in known]
+        if missing:
+            raise NotFoundError(
+                f"no document {missing[0]!r} in memory {self.name!r}: "
+                f"{_documents_like(missing[0], known)}"
+            )
+        return None if set(asked) == set(known) else asked
+
+    def _evidence(self, nodes: Sequence[Node]) -> list[Evidence]:
+        citations = cite(self.store, [n for n in nodes if n.kind in (CHUNK, SUMMARY)])
+        evidence = []
+        for n in nodes:
+            where = citations.get(n.id, Citation(n.doc_id))
+            evidence.append(
+                Evidence(
+                    n.id,
+                    n.level,
+                    n.doc_id,
+                    n.position,
+                    n.text,
+                    where.start_char,
+                    where.end_char,
+                    where.pages,
+                    where.covers,
+                    where.label(),
+                )
+            )
+        return evidence
 
     # --- what the adapters build on ---------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:
@@ -514,6 +567,20 @@ def memories_in(
         return graph.memories()
     finally:
         graph.close()
+
+
+def _documents_like(doc_id: str, known: Sequence[str], limit: int = 10) -> str:
+    """The memory's documents, for an id it does not hold: all of them when few, else
+    those like it (the closest spellings, or those sharing its start)."""
+    if not known:
+        return "it holds no documents"
+    if len(known) <= limit:
+        return f"its documents are {', '.join(known)}"
+    like = [d for d in known if d.startswith(doc_id) or doc_id in d][:limit]
+    like = like or difflib.get_close_matches(doc_id, known, n=limit, cutoff=0.5)
+    if not like:
+        return f"it holds {len(known)} documents (cam stats lists them)"
+    return f"documents like it: {', '.join(like)} (of {len(known)}; cam stats lists them)"
 
 
 def _document_order(node: Node) -> tuple[str, float, str]:

@@ -64,10 +64,32 @@ def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[S
             yield InputError(f"{raw}: no such file or folder", raw)
 
 
+@dataclass(frozen=True)
+class DocumentText:
+    """A document's text as the memory keeps it, and where it came from in the file."""
+
+    text: str  # what is chunked: the file's text without a Gutenberg header and licence
+    sha256: str  # of the file's bytes
+    # Where ``text`` starts in the file's whole text (UTF-8 decoded, a BOM dropped, line
+    # ends as they are; a PDF's, EPUB's or HTML page's extracted text): citations count
+    # from the file's start, so file_text[start:end] is the passage.
+    offset: int = 0
+    # PDF: (page number from 1, offset in the file's whole text where the page starts),
+    # for each page with text; empty for other formats.
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+
 def read_document(path: Path) -> tuple[str, str]:
-    """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
-    which), without a Project Gutenberg header and licence; InputError naming the file
-    otherwise.
+    """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file: ``load_document``'s
+    text and hash."""
+    document = load_document(path)
+    return document.text, document.sha256
+
+
+def load_document(path: Path) -> DocumentText:
+    """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
+    which), without a Project Gutenberg header and licence, with a PDF's page starts;
+    InputError naming the file otherwise.
 
     The hash is of the file's bytes, not of the text taken out of them: a file keeps its
     hash whatever the extraction does, so re-ingesting it is still recognized (its
@@ -76,8 +98,11 @@ def read_document(path: Path) -> tuple[str, str]:
     """
     data = _read_bytes(path)
     kind = formats.detect(path, data)
+    starts: list[tuple[int, int]] = []
     if kind == "pdf":
-        text = formats.pdf_text(path, data)
+        pages = formats.pdf_pages(path, data)
+        text = "\n\n".join(page for _, page in pages)
+        starts = formats.page_starts(pages)
     elif kind == "epub":
         text = formats.epub_text(path, data)
     elif kind == "html":
@@ -86,10 +111,11 @@ def read_document(path: Path) -> tuple[str, str]:
             raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
     else:
         text = _decode(path, data)
-    text = formats.strip_gutenberg(text)
+    cut, end = formats.gutenberg_bounds(text)
+    text = text[cut:end]
     if not text.strip():
         raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
-    return text, hashlib.sha256(data).hexdigest()
+    return DocumentText(text, hashlib.sha256(data).hexdigest(), cut, tuple(starts))
 
 
 def read_text(path: Path) -> tuple[str, str]:

@@ -25,6 +25,7 @@ class Chunk:
     text: str
     start_char: int  # offsets into the document text, so nothing is lost or moved
     end_char: int
+    pages: tuple[int, int] | None = None  # PDF: the first and last page it is on
 
 
 @dataclass

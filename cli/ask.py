@@ -118,6 +118,14 @@ def _strategy_help() -> str:
     help="memagent: memory cap.",
 )
 @click.option("--restart", is_flag=True, help="memagent: start over instead of resuming.")
+@click.option(
+    "--document",
+    "documents",
+    multiple=True,
+    metavar="ID",
+    help="Keep the question to this document (repeat for several; ids as `cam stats` "
+    "lists them): only its chunks, and summaries of it alone, are searched and cited.",
+)
 @device_option
 @json_option
 def ask(
@@ -136,13 +144,16 @@ def ask(
     read_tokens: int,
     memory_tokens: int,
     restart: bool,
+    documents: tuple[str, ...],
     device: str | None,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from a memory and show the evidence it came from.
 
     Offline (the default) the answer is extractive: the evidence sentences that best
-    match the question, quoted, not written by a model.
+    match the question, quoted, not written by a model. Each piece of evidence is cited
+    as DOCUMENT:START-END, the characters of the document's text it is (with p.N for a
+    PDF's page); a summary cites the span of each document its chunks come from.
     """
     spec = STRATEGIES[strategy]
     options_by_strategy: dict[str, dict[str, object]] = {
@@ -174,6 +185,7 @@ def ask(
                 answerer=answerer,
                 chat=chat,
                 options=options_by_strategy.get(strategy, {}),
+                documents=documents,
             )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
@@ -196,11 +208,11 @@ def ask(
             f"{': ' + found.stop if found.stop else ''}):"
         )
     id_width = max((len(e.node_id) for e in result.evidence), default=0)
+    cite_width = min(max((len(e.citation) for e in result.evidence), default=0), 40)
     for e in result.evidence:
-        where = f"{e.document} #{e.position:g}" if e.document and e.position is not None else "-"
         # Adapter sources (pages, memory states) are not memory levels.
         level = "  " if spec.family == ADAPTER else f"L{e.level}"
         snippet = " ".join(e.text.split())
         if len(snippet) > width:
             snippet = snippet[: width - 1] + "…"
-        click.echo(f"  {e.node_id:<{id_width}} {level}  {where:<20} {snippet}")
+        click.echo(f"  {e.node_id:<{id_width}} {level}  {e.citation:<{cite_width}}  {snippet}")

@@ -14,8 +14,9 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings, check_batch_size
@@ -25,8 +26,9 @@ from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError
+from cam_engine.formats import pages_of
 from cam_engine.llm import Summarizer
-from cam_engine.sources import Source, expand_paths, read_document
+from cam_engine.sources import DocumentText, Source, expand_paths, load_document
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.types import CHUNK, Chunk, Node
@@ -163,7 +165,8 @@ class IngestPipeline:
             chunks = chunk_stream(source.doc_id, lines, budget)
             self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
             return
-        text, sha = read_document(source.path)
+        document = load_document(source.path)
+        text, sha = document.text, document.sha256
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 not in (None, sha):
             raise InputError(
@@ -181,7 +184,7 @@ class IngestPipeline:
                     self.store.memory,
                     source.doc_id,
                 )
-        pieces = chunk_document(source.doc_id, text, budget)
+        pieces = _placed(chunk_document(source.doc_id, text, budget), document)
         record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
         self._ingest_chunks(
             record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
@@ -272,7 +275,7 @@ class IngestPipeline:
                 doc_id=c.doc_id,
                 position=c.position,
                 embedding=prepared.vectors[c.id],
-                props={"start_char": c.start_char, "end_char": c.end_char},
+                props=_chunk_props(c),
             )
             for c in new
         ]
@@ -367,3 +370,24 @@ def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _placed(chunks: list[Chunk], document: DocumentText) -> list[Chunk]:
+    """The chunks with offsets into the file's whole text (before the Gutenberg cut) and,
+    for a PDF, the pages they are on: what a citation points at."""
+    starts = list(document.page_starts)
+    placed = []
+    for c in chunks:
+        start, end = c.start_char + document.offset, c.end_char + document.offset
+        pages = pages_of(starts, start, end) if starts else None
+        placed.append(replace(c, start_char=start, end_char=end, pages=pages))
+    return placed
+
+
+def _chunk_props(chunk: Chunk) -> dict[str, Any]:
+    """Where a chunk's text is in its document: character offsets (the citation of
+    evidence), and for a PDF its first and last page."""
+    props: dict[str, Any] = {"start_char": chunk.start_char, "end_char": chunk.end_char}
+    if chunk.pages is not None:
+        props["pages"] = list(chunk.pages)
+    return props

@@ -45,15 +45,25 @@ def fuse(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> Localization:
 
 
 def dense_ranking(
-    store: RetrievalStore, vector: np.ndarray, level: int | None, depth: int = DEPTH
+    store: RetrievalStore,
+    vector: np.ndarray,
+    level: int | None,
+    depth: int = DEPTH,
+    documents: Sequence[str] | None = None,
 ) -> list[str]:
-    return [node_id for node_id, _ in store.nearest(level, vector[None, :], depth)[0]]
+    hits = store.nearest(level, vector[None, :], depth, documents=documents)[0]
+    return [node_id for node_id, _ in hits]
 
 
 def lexical_ranking(
-    store: RetrievalStore, question: str, level: int | None, depth: int = DEPTH
+    store: RetrievalStore,
+    question: str,
+    level: int | None,
+    depth: int = DEPTH,
+    documents: Sequence[str] | None = None,
 ) -> list[str]:
-    return [node_id for node_id, _ in store.search_text(level, question, depth)]
+    hits = store.search_text(level, question, depth, documents=documents)
+    return [node_id for node_id, _ in hits]
 
 
 def hybrid(
@@ -62,11 +72,13 @@ def hybrid(
     vector: np.ndarray,
     level: int | None = 0,
     depth: int = DEPTH,
+    documents: Sequence[str] | None = None,
 ) -> Localization:
-    """Dense and full-text rankings of one level (or all, ``level=None``), fused."""
+    """Dense and full-text rankings of one level (or all, ``level=None``), fused; with
+    ``documents``, of those documents' nodes only (``scope.py``)."""
     return fuse(
         [
-            dense_ranking(store, vector, level, depth),
-            lexical_ranking(store, question, level, depth),
+            dense_ranking(store, vector, level, depth, documents),
+            lexical_ranking(store, question, level, depth, documents),
         ]
     )

@@ -37,6 +37,7 @@ import numpy as np
 from cam_engine.llm.base import Candidate, Selector
 from cam_engine.retrieval.base import Retrieval, unique_text
 from cam_engine.retrieval.localize import DEPTH, hybrid
+from cam_engine.retrieval.scope import Documents, within
 from cam_engine.store.base import RetrievalStore
 from cam_engine.store.keywords import query_terms
 from cam_engine.types import Node
@@ -68,12 +69,18 @@ def prune_and_grow(
     max_turns: int,
     level: int | None = None,
     grow: GrowSettings = DEFAULT_GROW,
+    documents: Documents = None,
 ) -> Retrieval:
     """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
-    and growth at level 0 only): the paper's "w/o hierarchy" ablation."""
+    and growth at level 0 only): the paper's "w/o hierarchy" ablation. ``documents``
+    keeps it to those documents (``scope.py``): localization and lexical links search
+    them only, and grown nodes outside them (a neighbour in another document) are
+    never offered."""
     result = Retrieval("prune-grow", [])
-    chunks = hybrid(store, question_text, question, level=0, depth=grow.pool_depth)
-    seeds = chunks if level == 0 else hybrid(store, question_text, question, level, DEPTH)
+    chunks = hybrid(store, question_text, question, 0, grow.pool_depth, documents)
+    seeds = (
+        chunks if level == 0 else hybrid(store, question_text, question, level, DEPTH, documents)
+    )
     # One relevance per node: the chunks' fused score (the deeper ranking), else the
     # all-level one (summaries); raised below as relevance flows.
     relevance = {**seeds.scores, **chunks.scores}
@@ -91,8 +98,9 @@ def prune_and_grow(
 
     for turn in range(max_turns):
         fresh_ids = [c for c in candidates if c not in activated]
+        found = store.get_nodes(fresh_ids, embeddings=True)
         offered = unique_text(
-            store.get_nodes(fresh_ids, embeddings=True),
+            {n.id: n for n in within(found.values(), documents)},
             fresh_ids,
             exclude={n.text for n in activated.values()},
         )
@@ -113,7 +121,7 @@ def prune_and_grow(
             bar = min((relevance.get(n.id, 0.0) for n in chosen), default=0.0)
         # Lexical links only from localized chunks (the first turn): a bridge has two
         # hops, and links of links wander off the question.
-        grown = _grow(store, question_text, chosen, relevance, reached, grow, turn == 0)
+        grown = _grow(store, question_text, chosen, relevance, reached, grow, turn == 0, documents)
         fresh = sorted(set(grown) - activated.keys())
         if not fresh or fresh == sorted(set(candidates) - activated.keys()):
             result.stop = "the candidates stopped changing"
@@ -137,6 +145,7 @@ def _grow(
     reached: set[str],
     grow: GrowSettings,
     bridges: bool,
+    documents: Documents = None,
 ) -> list[str]:
     """The nodes the chosen lead to (children, lexical links, neighbours: in that
     order, sources best first), raising ``relevance`` where it flows and adding the
@@ -150,7 +159,7 @@ def _grow(
     if bridges:
         asked = set(query_terms(question))
         for node in [n for n in order if n.level == 0][: grow.linked]:
-            links[node.id] = _lexical_links(store, node, asked, grow)
+            links[node.id] = _lexical_links(store, node, asked, grow, documents)
             bridge = next((i for i in links[node.id] if relevance.get(i, 0.0) > 0), None)
             if bridge is not None:
                 _raise(relevance, bridge, relevance[node.id] * grow.bridge_decay)
@@ -174,12 +183,16 @@ def _raise(relevance: dict[str, float], node_id: str, value: float) -> None:
 
 
 def _lexical_links(
-    store: RetrievalStore, node: Node, asked: set[str], grow: GrowSettings
+    store: RetrievalStore,
+    node: Node,
+    asked: set[str],
+    grow: GrowSettings,
+    documents: Documents = None,
 ) -> list[str]:
     """The chunks sharing ``node``'s words that the question does not have, best first.
     Full-text scoring weighs the words by rarity (idf), so names and rare terms decide."""
     terms = [t for t in query_terms(node.text) if t not in asked][: grow.link_terms]
     if not terms:
         return []
-    hits = store.search_text(0, " ".join(terms), grow.links_per_node + 1)
+    hits = store.search_text(0, " ".join(terms), grow.links_per_node + 1, documents=documents)
     return [i for i, _ in hits if i != node.id][: grow.links_per_node]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from cam_engine.errors import ConfigError
@@ -19,6 +19,7 @@ from cam_engine.llm.base import AnswerText, ChatModel, Selector
 from cam_engine.retrieval import simple
 from cam_engine.retrieval.base import Retrieval
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings, prune_and_grow
+from cam_engine.retrieval.scope import within
 from cam_engine.retrieval.selection import RelevanceSelector
 from cam_engine.types import Node
 
@@ -40,6 +41,9 @@ class AskOptions:
     chat: ChatModel | None = None  # adapters: None runs their offline extractive rules
     adapter: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific options
     grow: GrowSettings = DEFAULT_GROW  # prune-grow's growth and relevance flow
+    # Only these documents' nodes are searched and returned (retrieval/scope.py);
+    # None: every document. Memory.ask checks the ids.
+    documents: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.max_turns < 1:
@@ -70,8 +74,15 @@ def _flat(rank: Callable[..., Retrieval], *, with_level: bool = False, embeds: b
         # BM25 alone needs no vector: the embedding model is not even loaded.
         vector = _vector(memory, question) if embeds else None
         if with_level:
-            return rank(memory.store, question, vector, options.top_k, options.level)
-        return rank(memory.store, question, vector, options.top_k)
+            return rank(
+                memory.store,
+                question,
+                vector,
+                options.top_k,
+                options.level,
+                documents=options.documents,
+            )
+        return rank(memory.store, question, vector, options.top_k, documents=options.documents)
 
     return run
 
@@ -86,6 +97,7 @@ def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval
         max_turns=options.max_turns,
         level=options.level,
         grow=options.grow,
+        documents=options.documents,
     )
 
 
@@ -94,15 +106,20 @@ def _adapter(name: str) -> Run:
         from cam_engine.adapters.registry import ASK_STRATEGIES
 
         run_adapter = ASK_STRATEGIES[name]
+        adapter_options = _scoped_adapter_options(name, options)
         try:
-            inspect.signature(run_adapter).bind(memory, question, options.chat, **options.adapter)
+            inspect.signature(run_adapter).bind(memory, question, options.chat, **adapter_options)
         except TypeError as exc:
             raise ConfigError(f"strategy {name!r}: {exc}") from None
-        answer: AdapterAnswer = run_adapter(memory, question, options.chat, **options.adapter)
-        evidence = [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources]
+        answer: AdapterAnswer = run_adapter(memory, question, options.chat, **adapter_options)
+        evidence = _scoped_sources(
+            [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources],
+            options.documents,
+        )
         extra = []
         if name in ("lookup", "lookup-seq"):
-            extra = _other_gists(memory, {s.id for s in answer.sources})
+            read = {s.id for s in answer.sources}
+            extra = within(_other_gists(memory, read), options.documents)
         return Retrieval(
             name,
             evidence,
@@ -114,6 +131,36 @@ def _adapter(name: str) -> Run:
         )
 
     return run
+
+
+def _scoped_adapter_options(name: str, options: AskOptions) -> dict[str, Any]:
+    """The adapter's options, with the scope as its ``doc_ids`` (the documents every
+    adapter reads); a scope and ``doc_ids`` given together are one question too many."""
+    adapter = dict(options.adapter)
+    if options.documents is None:
+        return adapter
+    if "doc_ids" in adapter:
+        raise ConfigError(
+            f"strategy {name!r}: give the documents once, as documents (--document), "
+            "not also as the doc_ids option"
+        )
+    adapter["doc_ids"] = list(options.documents)
+    return adapter
+
+
+def _scoped_sources(sources: list[Node], documents: tuple[str, ...] | None) -> list[Node]:
+    """An adapter's sources within a scope. Every adapter reads only the documents it
+    is given (``doc_ids``), so a source of no one document (MemAgent's memory state) is
+    of the scope's, and of its one document when it has one; a source of another
+    document is dropped all the same: evidence never comes from outside the scope."""
+    if documents is None:
+        return sources
+    only = documents[0] if len(documents) == 1 else None
+    return [
+        replace(n, doc_id=only) if n.doc_id is None else n
+        for n in sources
+        if n.doc_id is None or n.doc_id in documents
+    ]
 
 
 def _other_gists(memory: Memory, read: set[str]) -> list[Node]:

@@ -161,16 +161,29 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
         max_turns: Annotated[
             int, Field(ge=1, le=100, description="Budget: prune-grow's search turns at most.")
         ] = 5,
+        documents: Annotated[
+            list[str] | None,
+            Field(
+                description="Keep the question to these documents (ids as stats lists "
+                "them): only their chunks, and summaries of one of them alone, are "
+                "searched and returned. Omitted or empty: the whole memory."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Answer a question from the memory, with the evidence it came from.
 
         Returns "answer", "backend" (who wrote it: "extractive", the default, quotes the
         evidence sentences that best match the question; an LLM backend writes it) and
         "evidence": the nodes used, most relevant chunks first, then summaries, each with
-        node_id (for show_node), level (0: a chunk of text), document, position and text.
+        node_id (for show_node), level (0: a chunk of text), document, position, text and
+        its citation: start_char and end_char (the text is the document's text from
+        start_char to end_char), pages (PDF), covers (a summary: document -> the span of
+        its chunks there) and citation, all of it in one line ("pg84.txt:120-980").
         Also the strategy, its turns and why it stopped, and the LLM calls and tokens.
         """
-        return tools.ask(question, strategy=strategy, top_k=top_k, max_turns=max_turns)
+        return tools.ask(
+            question, strategy=strategy, top_k=top_k, max_turns=max_turns, documents=documents
+        )
 
     @server.tool(annotations=reads)
     def search(

@@ -281,7 +281,13 @@ class MemoryTools:
         return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
 
     def ask(
-        self, question: str, *, strategy: str = DEFAULT, top_k: int = 10, max_turns: int = 5
+        self,
+        question: str,
+        *,
+        strategy: str = DEFAULT,
+        top_k: int = 10,
+        max_turns: int = 5,
+        documents: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         spec = strategy_named(strategy)
 
@@ -300,6 +306,7 @@ class MemoryTools:
                 selector=self.selector,
                 answerer=self.answerer,
                 chat=self.chat,
+                documents=documents,
             )
             return _plain(result.to_dict())
 

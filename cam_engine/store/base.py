@@ -95,12 +95,32 @@ class RetrievalStore(StoreBase, Protocol):
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]: ...
     def nodes_at_level(self, level: int, *, embeddings: bool = False) -> Iterator[Node]: ...
     def nearest(
-        self, level: int | None, vectors: np.ndarray, k: int
-    ) -> list[list[tuple[str, float]]]: ...
-    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+        self,
+        level: int | None,
+        vectors: np.ndarray,
+        k: int,
+        *,
+        documents: Sequence[str] | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """The best ``k`` (id, cosine) nodes (of one level, or of all) for each row of
+        ``vectors``, best first. ``documents`` is a scope: only the nodes of those
+        documents are searched (chunks of them, and summaries whose ``doc_id`` is one of
+        them, i.e. whose every chunk is theirs), so the ``k`` are the scope's best."""
+        ...
+
+    def search_text(
+        self, level: int | None, query: str, k: int, *, documents: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         """The best ``k`` (id, score) nodes (of one level, or of all) for the words of
         ``query``, best first: BM25 over SQLite's FTS5 index, Lucene's full-text index on
-        Neo4j. Scores rank within one call only; stopwords are not searched."""
+        Neo4j. Scores rank within one call only; stopwords are not searched.
+        ``documents`` is a scope, as for ``nearest``: the ``k`` are the scope's best."""
+        ...
+
+    def roots_within(self, documents: Sequence[str], *, embeddings: bool = False) -> list[Node]:
+        """The nodes of ``documents`` (as ``nearest`` scopes them) that no summary of
+        those documents has as a member, by (level, document, position, id): where a
+        walk down the hierarchy of a scope starts."""
         ...
 
     def count_nodes(self, level: int) -> int: ...

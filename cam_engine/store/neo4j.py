@@ -384,10 +384,21 @@ class Neo4jStore:
         rows = self._rows("chunks_near", doc_id=doc_id, positions=sorted(set(positions)))
         return [_node(row) for row in rows]
 
+    def roots_within(self, documents: Sequence[str], *, embeddings: bool = False) -> list[Node]:
+        rows = self._rows("roots_within", documents=sorted(set(documents)), embeddings=embeddings)
+        return [_node(row) for row in rows]
+
     def nearest(
-        self, level: int | None, vectors: np.ndarray, k: int
+        self,
+        level: int | None,
+        vectors: np.ndarray,
+        k: int,
+        *,
+        documents: Sequence[str] | None = None,
     ) -> list[list[tuple[str, float]]]:
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if documents is not None:
+            return self._nearest_within(level, queries, k, documents)
         hits: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
         index = vector_index(queries.shape[1])
         if not len(queries) or not self._has_index(index):
@@ -410,8 +421,7 @@ class Neo4jStore:
             )[0]
             for row, ids in record["rows"]:
                 found[pending[row]] = ids
-            # Exact float32 scores, ranked like the embedded store (ties by id): the
-            # index's own scores are approximate and would order near-ties differently.
+            # The float32 vectors, for exact scores (``_rescored``).
             node_vectors.update(
                 (node_id, np.frombuffer(blob, dtype=np.float32))
                 for node_id, blob in record["vectors"]
@@ -430,14 +440,33 @@ class Neo4jStore:
             if candidates >= indexed:
                 break
             candidates *= _OVERSAMPLE
-        for q, row in enumerate(found):
-            row = [i for i in row if i in node_vectors]
-            if not row:
-                continue
-            scores = np.stack([node_vectors[i] for i in row]) @ queries[q]
-            order = sorted(range(len(row)), key=lambda j: (-scores[j], row[j]))[:k]
-            hits[q] = [(row[j], float(scores[j])) for j in order]
-        return hits
+        return _rescored(found, node_vectors, queries, k)
+
+    def _nearest_within(
+        self, level: int | None, queries: np.ndarray, k: int, documents: Sequence[str]
+    ) -> list[list[tuple[str, float]]]:
+        """Exact top-k among a scope's nodes: the shared vector index cannot be
+        filtered before its cut, and a scope (a document or a few) is small."""
+        if not len(queries) or k < 1:
+            return [[] for _ in range(len(queries))]
+        record = self._run(
+            "nearest_within",
+            documents=sorted(set(documents)),
+            level=level,
+            vectors=queries.tolist(),
+            k=k,
+        )
+        found: list[list[str]] = [[] for _ in range(len(queries))]
+        if not record:
+            return [[] for _ in found]
+        for row, ids in record[0]["rows"]:
+            found[row] = ids
+        node_vectors = {
+            node_id: np.frombuffer(blob, dtype=np.float32)
+            for node_id, blob in record[0]["vectors"]
+            if blob is not None
+        }
+        return _rescored(found, node_vectors, queries, k)
 
     def _has_index(self, name: str) -> bool:
         if name in self._indexes:
@@ -609,10 +638,21 @@ class Neo4jStore:
             counts.setdefault(row["view"], {})[row["kind"]] = row["nodes"]
         return counts
 
-    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+    def search_text(
+        self, level: int | None, query: str, k: int, *, documents: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         terms = query_terms(query)
         if not terms or k < 1:
             return []
+        if documents is not None:
+            rows = self._run(
+                "search_node_text_within",
+                documents=sorted(set(documents)),
+                level=level,
+                query=" ".join(terms),
+                k=k,
+            )
+            return [(r["id"], float(r["score"])) for r in rows]
         rows = self._run(
             "search_node_text",
             level=level,
@@ -684,6 +724,25 @@ def _node(row: Sequence[Any]) -> Node:
         embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32),
         props=json.loads(props) if props else {},
     )
+
+
+def _rescored(
+    found: Sequence[Sequence[str]],
+    node_vectors: Mapping[str, np.ndarray],
+    queries: np.ndarray,
+    k: int,
+) -> list[list[tuple[str, float]]]:
+    """Exact float32 scores, ranked like the embedded store (ties by id): the
+    index's own scores are approximate and would order near-ties differently."""
+    hits: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
+    for q, ids in enumerate(found):
+        row = [i for i in ids if i in node_vectors]
+        if not row:
+            continue
+        scores = np.stack([node_vectors[i] for i in row]) @ queries[q]
+        order = sorted(range(len(row)), key=lambda j: (-scores[j], row[j]))[:k]
+        hits[q] = [(row[j], float(scores[j])) for j in order]
+    return hits
 
 
 def _records(runner: Any, query: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -461,6 +461,19 @@ class SqliteStore:
         )
         return [self._node(r, embeddings) for r in rows]
 
+    def roots_within(self, documents: Sequence[str], *, embeddings: bool = False) -> list[Node]:
+        rows = self._q(
+            f"SELECT {self._node_columns(embeddings)} FROM nodes n WHERE memory = ? "
+            f"AND doc_id IN {_IDS} AND NOT EXISTS (SELECT 1 FROM members m JOIN nodes p "
+            "ON p.memory = m.memory AND p.id = m.summary_id WHERE m.memory = n.memory "
+            f"AND m.member_id = n.id AND p.doc_id IN {_IDS}) "
+            "ORDER BY level, doc_id, position, id",
+            self._memory,
+            _ids(documents),
+            _ids(documents),
+        )
+        return [self._node(r, embeddings) for r in rows]
+
     def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
         rows = self._q(
             f"SELECT {self._node_columns(True)} FROM nodes WHERE memory = ? AND level = 0 "
@@ -497,21 +510,43 @@ class SqliteStore:
         return self._vectors[level]
 
     def nearest(
-        self, level: int | None, vectors: np.ndarray, k: int
+        self,
+        level: int | None,
+        vectors: np.ndarray,
+        k: int,
+        *,
+        documents: Sequence[str] | None = None,
     ) -> list[list[tuple[str, float]]]:
         if not self._in_transaction:  # a transaction looked when it began
             self._see_other_writers()
         levels = [level] if level is not None else self.levels()
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        among = None if documents is None else self._ids_of_documents(documents, level)
         # Best k of each level, merged: no copy of every level's vectors into one
         # matrix per call (that copy grew with the memory and dominated large ones).
         found: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
         for lv in levels:
-            for hits, best in zip(found, self._index(lv).top_k(queries, k), strict=True):
+            best_of_level = self._index(lv).top_k(queries, k, among)
+            for hits, best in zip(found, best_of_level, strict=True):
                 hits.extend(best)
         return [sorted(hits, key=lambda h: (-h[1], h[0]))[:k] for hits in found]
 
-    def search_text(self, level: int | None, query: str, k: int) -> list[tuple[str, float]]:
+    def _ids_of_documents(self, documents: Sequence[str], level: int | None) -> set[str]:
+        """The ids of the nodes of ``documents`` (of one level, or of all): chunks of
+        them and summaries whose every chunk is theirs (a summary's ``doc_id``)."""
+        rows = self._q(
+            f"SELECT id FROM nodes WHERE memory = ? AND doc_id IN {_IDS} "
+            "AND (? IS NULL OR level = ?)",
+            self._memory,
+            _ids(documents),
+            level,
+            level,
+        )
+        return {r[0] for r in rows}
+
+    def search_text(
+        self, level: int | None, query: str, k: int, *, documents: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
         terms = query_terms(query)
         if not terms or k < 1:
             return []
@@ -521,11 +556,14 @@ class SqliteStore:
             "SELECT n.id, -bm25(node_text) AS score FROM node_text "
             "JOIN nodes n ON n.rowid = node_text.rowid "
             "WHERE node_text MATCH ? AND n.memory = ? AND (? IS NULL OR n.level = ?) "
+            f"AND (? IS NULL OR n.doc_id IN {_IDS}) "
             "ORDER BY score DESC, n.id LIMIT ?",
             match,
             self._memory,
             level,
             level,
+            None if documents is None else 1,
+            _ids(documents or ()),
             k,
         )
         return [(r[0], float(r[1])) for r in rows]

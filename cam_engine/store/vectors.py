@@ -3,6 +3,8 @@ chunks)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 
@@ -58,10 +60,16 @@ class VectorMatrix:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def top_k(self, queries: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+    def top_k(
+        self, queries: np.ndarray, k: int, among: Iterable[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
         """The best ``k`` (id, cosine) for each row of ``queries``, best first (ties by
-        id)."""
+        id); with ``among``, only those ids are searched (a scope), not all rows."""
         ids, matrix = self.matrix()
+        if matrix is not None and among is not None:
+            rows = sorted({self._row_of[i] for i in among if i in self._row_of})
+            ids = [ids[r] for r in rows]
+            matrix = matrix[rows] if rows else None
         if matrix is None or k < 1:
             return [[] for _ in range(len(queries))]
         scores = queries @ matrix.T

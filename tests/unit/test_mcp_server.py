@@ -512,3 +512,23 @@ def test_http_address(value: str, expected: tuple[str, int]) -> None:
 def test_http_address_refused(value: str) -> None:
     with pytest.raises(click.BadParameter, match=r"expected \[HOST:\]PORT"):
         parse_http(value)
+
+
+def test_ask_keeps_to_the_documents_given_and_cites_them(tmp_path: Path, letter: str) -> None:
+    other = " ".join(f"Walton hired a ship in Greenland {i} times." for i in range(200))
+
+    async def scenario(client: Client) -> None:
+        data(await client.call_tool("ingest_text", {"text": letter, "document": "letter"}))
+        data(await client.call_tool("ingest_text", {"text": other, "document": "decoy"}))
+        ask = {"question": QUESTION, "strategy": "hybrid"}
+        whole = data(await client.call_tool("ask", ask))
+        assert {e["document"] for e in whole["evidence"]} == {"letter", "decoy"}
+        kept = data(await client.call_tool("ask", {**ask, "documents": ["letter"]}))
+        assert {e["document"] for e in kept["evidence"]} == {"letter"}
+        for e in kept["evidence"]:
+            assert letter[e["start_char"] : e["end_char"]] == e["text"]
+            assert e["citation"] == f"letter:{e['start_char']}-{e['end_char']}"
+        text = error(await client.call_tool("ask", {**ask, "documents": ["lettre"]}))
+        assert "no document 'lettre'" in text and "decoy, letter" in text
+
+    serve(tools_for(tmp_path / "s.db"), scenario)
