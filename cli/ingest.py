@@ -19,6 +19,7 @@ from cam_engine.cli.options import (
 )
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
+from cam_engine.sources import CLI_OPTIONS, check_encoding
 from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
@@ -148,6 +149,14 @@ def _build_view(
 @click.option("--batch-size", default=64, show_default=True, help="Chunks per batch (transaction).")
 @click.option("--document", help="Document id for a single file or stdin (default: file name).")
 @click.option(
+    "--encoding",
+    default="utf-8",
+    show_default=True,
+    metavar="NAME",
+    help="Encoding of text files and stdin, e.g. latin-1 or cp1252 (PDF, EPUB and HTML "
+    "files say their own).",
+)
+@click.option(
     "--rebuild",
     is_flag=True,
     help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
@@ -199,6 +208,7 @@ def ingest(
     memory_name: str | None,
     batch_size: int,
     document: str | None,
+    encoding: str,
     rebuild: bool,
     summarizer: str,
     llm_concurrency: int,
@@ -223,6 +233,10 @@ def ingest(
             "give at least one PATH (a file, a folder or -), or --rebuild, or --view"
         )
     view_options = _view_options(page_words, session_tokens)
+    try:
+        encoding = check_encoding(encoding, CLI_OPTIONS)
+    except CamError as exc:
+        raise click.UsageError(str(exc)) from exc
     memory = open_memory(
         store,
         memory_name,
@@ -247,6 +261,7 @@ def ingest(
     failed = False
     touched: list[str] = []
     grown: set[str] = set()
+    memory.options = CLI_OPTIONS
     try:
         with memory:
             memory.prepare_writes()  # a read-only store is refused before any work
@@ -258,6 +273,7 @@ def ingest(
                     document=document,
                     on_batch=on_batch,
                     on_error=on_error,
+                    encoding=encoding,
                 )
                 progress.close()
                 failed = bool(result.errors)
