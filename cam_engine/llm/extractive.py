@@ -136,18 +136,19 @@ def _is_layout(sentence: str) -> bool:
     return headings >= 2 and len(words) <= 4 * headings
 
 
-def _prose(sentences: Sequence[_Parsed]) -> list[_Parsed]:
-    """The sentences a summary may quote: illustration markers taken out, headings and
-    contents lines left out (all of them when nothing else is left)."""
+@lru_cache(maxsize=16384)
+def _prose(text: str) -> tuple[_Parsed, ...]:
+    """The sentences of a text a summary may quote: illustration markers taken out,
+    headings and contents lines left out. Cached as ``_sentences`` is."""
     kept: list[_Parsed] = []
-    for sentence in sentences:
-        text = sentence.text
-        if _MARKER.search(text):
-            text = " ".join(_MARKER.sub(" ", text).split())
-        if _is_layout(text):
+    for sentence in _sentences(text):
+        plain = sentence.text
+        if _MARKER.search(plain):
+            plain = " ".join(_MARKER.sub(" ", plain).split())
+        if _is_layout(plain):
             continue
-        kept.extend(_sentences(text) if text != sentence.text else (sentence,))
-    return kept
+        kept.extend(_sentences(plain) if plain != sentence.text else (sentence,))
+    return tuple(kept)
 
 
 class ExtractiveSummarizer:
@@ -161,9 +162,11 @@ class ExtractiveSummarizer:
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
         # Overlapping clusters share members, so the summaries one level up quote the
         # same sentences: each is counted and quoted once.
-        every = [sentence for text in texts for sentence in _sentences(text)]
+        # Headings and the like are left out, unless the members hold nothing else.
+        prose = [sentence for text in texts for sentence in _prose(text)]
+        every = prose or [sentence for text in texts for sentence in _sentences(text)]
         unique: dict[str, _Parsed] = {}
-        for sentence in _prose(every) or every:
+        for sentence in every:
             unique.setdefault(sentence.key, sentence)
         keys = list(unique)
         parsed = list(unique.values())
