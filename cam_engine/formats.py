@@ -283,11 +283,16 @@ def _encrypted(book: _Unpacker) -> set[str]:
 
 # --- Project Gutenberg --------------------------------------------------------------------
 
+# The markers anywhere, not only at the start of a line: a book flattened to one line
+# (or re-wrapped) keeps them mid-line. Mid-line, a marker is only one with its closing
+# "***" (a sentence may mention "*** START OF ..."); at the start of a line, the line.
+_MARKER = r"\*{{3}}\s*{word} OF (?:THE|THIS) PROJECT GUTENBERG E-?(?:BOOK|TEXT)\b"
 _GUTENBERG_START = re.compile(
-    r"^\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG E-?(?:BOOK|TEXT)\b.*$", re.I | re.M
+    rf"{_MARKER.format(word='START')}[^*\n]*\*{{3}}|^{_MARKER.format(word='START')}.*$",
+    re.I | re.M,
 )
 _GUTENBERG_END = re.compile(
-    r"^\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG E-?(?:BOOK|TEXT)\b", re.I | re.M
+    rf"{_MARKER.format(word='END')}[^*\n]*\*{{3}}|^{_MARKER.format(word='END')}", re.I | re.M
 )
 
 

@@ -34,6 +34,7 @@ from cam_engine.llm.extractive import ExtractiveAnswerer
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
+from cam_engine.sources import API_OPTIONS, OptionNames
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
@@ -138,6 +139,9 @@ class Memory:
         self.embedder = embedder
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency  # LLM calls in flight at once (summaries)
+        # How ingest errors name an option: `document` (this API, MCP tools) or
+        # --document (the CLI sets CLI_OPTIONS).
+        self.options: OptionNames = API_OPTIONS
         self._ingest: IngestPipeline | None = None
 
     @classmethod
@@ -260,6 +264,7 @@ class Memory:
                 summarizer=self.summarizer,
             )
         self._ingest.llm_concurrency = self.llm_concurrency
+        self._ingest.options = self.options
         return self._ingest
 
     def _check_dimension(self) -> None:
@@ -287,11 +292,13 @@ class Memory:
         stdin: IO[str] | None = None,
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
+        encoding: str = "utf-8",
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
         A document that cannot be read is reported in ``errors`` and skipped; the
-        memory is not touched for it.
+        memory is not touched for it. ``encoding``: of text files and stdin (PDF, EPUB
+        and HTML say their own); an unknown one is a ``ConfigError``.
         """
         return self._pipeline().ingest(
             paths,
@@ -300,6 +307,7 @@ class Memory:
             stdin=stdin,
             on_batch=on_batch,
             on_error=on_error,
+            encoding=encoding,
         )
 
     def ingest_text(
@@ -310,7 +318,8 @@ class Memory:
         batch_size: int = 64,
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
-        """Ingest one document given as text."""
+        """Ingest one document given as text, cleaned as a file's is (no byte order
+        mark, no Project Gutenberg header and licence: ``sources.clean_text``)."""
         return self._pipeline().ingest_text(
             text, document, batch_size=batch_size, on_batch=on_batch
         )

@@ -4,14 +4,35 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from cam_engine import formats
-from cam_engine.errors import InputError
+from cam_engine.errors import ConfigError, InputError
 
 STDIN = "-"
+UTF8 = "utf-8"
+
+
+@dataclass(frozen=True)
+class OptionNames:
+    """How an error names the option that would fix it, in the caller's own words: a
+    keyword argument of ``Memory`` or of an MCP tool (``API_OPTIONS``), or a flag of
+    the CLI (``CLI_OPTIONS``)."""
+
+    flags: bool = False
+
+    def name(self, option: str) -> str:
+        return f"--{option}" if self.flags else f"`{option}`"
+
+    def given(self, option: str, value: str) -> str:
+        return f"--{option} {value}" if self.flags else f"{option}={value!r}"
+
+
+API_OPTIONS = OptionNames()
+CLI_OPTIONS = OptionNames(flags=True)
 
 
 @dataclass(frozen=True)
@@ -26,14 +47,18 @@ class Source:
         return str(self.path) if self.path is not None else "<stdin>"
 
 
-def expand_paths(paths: list[str], *, document: str | None = None) -> Iterator[Source | InputError]:
+def expand_paths(
+    paths: list[str], *, document: str | None = None, options: OptionNames = API_OPTIONS
+) -> Iterator[Source | InputError]:
     """Sources for the given paths; folders give their files (sorted, hidden ones skipped).
 
     A file's document id is its name, or its path inside the folder it was found in,
     so two runs over the same tree name documents the same way.
     """
     if document is not None and (len(paths) != 1 or Path(paths[0]).is_dir()):
-        yield InputError("--document names one document: give exactly one file or '-'")
+        yield InputError(
+            f"{options.name('document')} names one document: give exactly one file or '-'"
+        )
         return
     for raw in paths:
         if raw == STDIN:
@@ -79,22 +104,27 @@ class DocumentText:
     page_starts: tuple[tuple[int, int], ...] = ()
 
 
-def read_document(path: Path) -> tuple[str, str]:
+def read_document(
+    path: Path, *, encoding: str = UTF8, options: OptionNames = API_OPTIONS
+) -> tuple[str, str]:
     """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file: ``load_document``'s
     text and hash."""
-    document = load_document(path)
+    document = load_document(path, encoding=encoding, options=options)
     return document.text, document.sha256
 
 
-def load_document(path: Path) -> DocumentText:
+def load_document(
+    path: Path, *, encoding: str = UTF8, options: OptionNames = API_OPTIONS
+) -> DocumentText:
     """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
-    which), without a Project Gutenberg header and licence, with a PDF's page starts;
-    InputError naming the file otherwise.
+    which), cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and
+    licence), with a PDF's page starts; InputError naming the file otherwise.
+    ``encoding`` is a text file's (PDF, EPUB and HTML say their own).
 
     The hash is of the file's bytes, not of the text taken out of them: a file keeps its
     hash whatever the extraction does, so re-ingesting it is still recognized (its
     chunks, not its hash, then say whether the text changed), and a text file keeps the
-    hash memories recorded before there were other formats.
+    hash memories recorded before there were other formats. ``text_hash`` is the text's.
     """
     data = _read_bytes(path)
     kind = formats.detect(path, data)
@@ -110,12 +140,39 @@ def load_document(path: Path) -> DocumentText:
         if not text:
             raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
     else:
-        text = _decode(path, data)
+        text = _decode(path, data, encoding, options)
+    # clean_text's steps, keeping where the book starts: citations count from the start
+    # of the file's text (a BOM dropped).
+    text = text.removeprefix("\ufeff")
     cut, end = formats.gutenberg_bounds(text)
     text = text[cut:end]
     if not text.strip():
         raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
     return DocumentText(text, hashlib.sha256(data).hexdigest(), cut, tuple(starts))
+
+
+def clean_text(text: str) -> str:
+    """What every document's text goes through, from a file or given as text: no byte
+    order mark, no Project Gutenberg header and licence (``formats.strip_gutenberg``)."""
+    return formats.strip_gutenberg(text.removeprefix("\ufeff"))
+
+
+def text_hash(text: str) -> str:
+    """sha256 of a text with its white space folded and its Unicode composed (NFC):
+    the same text from a PDF, an HTML page and a .txt file has one hash."""
+    normal = " ".join(unicodedata.normalize("NFC", text).split())
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_encoding(encoding: str, options: OptionNames = API_OPTIONS) -> str:
+    """The codec's canonical name; ConfigError for one Python does not know."""
+    try:
+        return codecs.lookup(encoding).name
+    except LookupError:
+        raise ConfigError(
+            f"{options.name('encoding')} {encoding!r}: unknown text encoding "
+            "(give a codec name such as utf-8, latin-1 or cp1252)"
+        ) from None
 
 
 def read_text(path: Path) -> tuple[str, str]:
@@ -131,18 +188,29 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
-def _decode(path: Path, data: bytes) -> str:
+def _decode(
+    path: Path, data: bytes, encoding: str = UTF8, options: OptionNames = API_OPTIONS
+) -> str:
     # Anywhere in the file, as on stdin: a NUL past the first page is no text either.
-    if b"\x00" in data:
+    # (UTF-16 and UTF-32 have NULs in plain English: those encodings are taken at
+    # their word.)
+    if b"\x00" in data and not codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
         raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
-    bom = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    utf8 = codecs.lookup(encoding).name == UTF8
+    bom = len(codecs.BOM_UTF8) if utf8 and data.startswith(codecs.BOM_UTF8) else 0
     try:
-        text = data[bom:].decode("utf-8")
+        text = data[bom:].decode(encoding)
     except UnicodeDecodeError as exc:
         offset = bom + exc.start
         raise InputError(
-            f"{path}: not valid UTF-8 (byte 0x{data[offset]:02x} at offset {offset})"
+            f"{path}: not valid {'UTF-8' if utf8 else encoding} (byte 0x{data[offset]:02x} "
+            f"at offset {offset}); {encoding_hint(options) if utf8 else 'check its encoding'}"
         ) from exc
     if not text.strip():
         raise InputError(f"{path}: file is empty")
     return text
+
+
+def encoding_hint(options: OptionNames = API_OPTIONS) -> str:
+    """What to do about text that is not UTF-8, naming the option in the caller's words."""
+    return f"give {options.given('encoding', 'latin-1')} if that is its encoding"

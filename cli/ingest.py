@@ -20,6 +20,7 @@ from cam_engine.cli.options import (
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
 from cam_engine.samples import sample_path
+from cam_engine.sources import CLI_OPTIONS, check_encoding
 from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
@@ -155,6 +156,14 @@ def _build_view(
     "domain; document id frankenstein.txt): a first try needs no file of your own.",
 )
 @click.option(
+    "--encoding",
+    default="utf-8",
+    show_default=True,
+    metavar="NAME",
+    help="Encoding of text files and stdin, e.g. latin-1 or cp1252 (PDF, EPUB and HTML "
+    "files say their own).",
+)
+@click.option(
     "--rebuild",
     is_flag=True,
     help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
@@ -207,6 +216,7 @@ def ingest(
     batch_size: int,
     document: str | None,
     sample: bool,
+    encoding: str,
     rebuild: bool,
     summarizer: str,
     llm_concurrency: int,
@@ -233,6 +243,10 @@ def ingest(
             "give at least one PATH (a file, a folder or -), or --sample, or --rebuild, or --view"
         )
     view_options = _view_options(page_words, session_tokens)
+    try:
+        encoding = check_encoding(encoding, CLI_OPTIONS)
+    except CamError as exc:
+        raise click.UsageError(str(exc)) from exc
     memory = open_memory(
         store,
         memory_name,
@@ -257,6 +271,7 @@ def ingest(
     failed = False
     touched: list[str] = []
     grown: set[str] = set()
+    memory.options = CLI_OPTIONS
     try:
         with memory:
             memory.prepare_writes()  # a read-only store is refused before any work
@@ -268,6 +283,7 @@ def ingest(
                     document=document,
                     on_batch=on_batch,
                     on_error=on_error,
+                    encoding=encoding,
                 )
                 progress.close()
                 failed = bool(result.errors)

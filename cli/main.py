@@ -52,6 +52,10 @@ def cli(verbose: bool) -> None:
         # pypdf warns of each repair it makes to a slightly malformed PDF (most real ones);
         # a PDF it cannot read still gets its one-line error.
         logging.getLogger("pypdf").setLevel(logging.ERROR)
+        # The Neo4j driver logs a failed connection ("Unable to retrieve routing
+        # information") before raising it, and the store's one-line error says it again
+        # with the URI and how to start a server. -v shows the driver's own lines.
+        logging.getLogger("neo4j").setLevel(logging.CRITICAL)
 
 
 cli.add_command(ingest)

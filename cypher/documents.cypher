@@ -1,4 +1,5 @@
 // params: $memory
 MATCH (d:Document {memory: $memory})
-RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks, d.total AS total
+RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks, d.total AS total,
+       d.text_sha256 AS text_sha256
 ORDER BY d.id

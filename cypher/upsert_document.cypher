@@ -1,3 +1,4 @@
-// params: $memory, $id, $source, $sha256, $chunks, $total
+// params: $memory, $id, $source, $sha256, $chunks, $total, $text_sha256
 MERGE (d:Document {memory: $memory, id: $id})
-SET d.source = $source, d.sha256 = $sha256, d.chunks = $chunks, d.total = $total
+SET d.source = $source, d.sha256 = $sha256, d.chunks = $chunks, d.total = $total,
+    d.text_sha256 = $text_sha256

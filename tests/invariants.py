@@ -84,6 +84,7 @@ def check_top(store: GraphStore) -> None:
         return
     top = [n.id for n in store.nodes_at_level(max(levels))]
     assert len(top) <= TOP_SIZE, f"{len(top)} nodes at the top level"
+    check_covering_levels(store)
     assert {n.id for n in store.root_nodes()} == set(top), "roots below the top level"
     seen, frontier = set(top), set(top)
     while frontier:
@@ -100,6 +101,19 @@ def check_top(store: GraphStore) -> None:
         assert n.level == 0 or text not in texts, f"{n.id} repeats the text of {texts.get(text)}"
         texts.setdefault(text, n.id)
     assert seen == everything, f"{len(everything - seen)} nodes unreachable from the top"
+
+
+def check_covering_levels(store: GraphStore) -> None:
+    """A covering level has fewer nodes than the roots it groups, and roots that already
+    fit the top (``TOP_SIZE`` or fewer) get one covering node."""
+    for level in sorted(store.levels()):
+        nodes = [n.id for n in store.nodes_at_level(level)]
+        if not nodes or not all(n.props.get(COVER) for n in store.nodes_at_level(level)):
+            continue
+        grouped = {m for ms in store.members_of(nodes).values() for m in ms}
+        assert len(nodes) < len(grouped), f"level {level}: {len(nodes)} covering {len(grouped)}"
+        if len(grouped) <= TOP_SIZE:
+            assert len(nodes) == 1, f"level {level}: {len(nodes)} nodes for {len(grouped)} roots"
 
 
 def structure_view(structure: GraphStructure) -> dict[str, object]:

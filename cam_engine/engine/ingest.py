@@ -28,7 +28,19 @@ from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError
 from cam_engine.formats import pages_of
 from cam_engine.llm import Summarizer
-from cam_engine.sources import DocumentText, Source, expand_paths, load_document
+from cam_engine.sources import (
+    API_OPTIONS,
+    UTF8,
+    DocumentText,
+    OptionNames,
+    Source,
+    check_encoding,
+    clean_text,
+    encoding_hint,
+    expand_paths,
+    load_document,
+    text_hash,
+)
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.types import CHUNK, Chunk, Node
@@ -55,6 +67,7 @@ class IngestPipeline:
         self.embedder = embedder
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency
+        self.options: OptionNames = API_OPTIONS  # how errors name an option (sources.py)
         # Holds the memory's structure between batches (store/batch.py).
         self.writer = BatchWriter(store)
 
@@ -67,22 +80,24 @@ class IngestPipeline:
         stdin: IO[str] | None = None,
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
+        encoding: str = UTF8,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
         A document that cannot be read is reported in ``errors`` and skipped; the
-        memory is not touched for it.
+        memory is not touched for it. ``encoding``: of the text files and stdin.
         """
         check_batch_size(batch_size)
+        encoding = check_encoding(encoding, self.options)
         if isinstance(paths, str | Path):  # one path, not a sequence of its characters
             paths = [paths]
         self._prepare_store()
         report = IngestReport()
-        for item in expand_paths([str(p) for p in paths], document=document):
+        for item in expand_paths([str(p) for p in paths], document=document, options=self.options):
             try:
                 if isinstance(item, InputError):
                     raise item
-                self._ingest_source(item, batch_size, stdin, report, on_batch)
+                self._ingest_source(item, batch_size, stdin, report, on_batch, encoding)
             except InputError as exc:
                 error = IngestError(
                     item.label if isinstance(item, Source) else exc.source, str(exc)
@@ -101,12 +116,14 @@ class IngestPipeline:
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
         check_batch_size(batch_size)
+        text = clean_text(text)
         if not text.strip():
             raise InputError(f"document {document!r} is empty")
         self._prepare_store()
         report = IngestReport()
         chunks = chunk_document(document, text, self.settings.chunk_tokens)
-        record = DocumentRecord(document, "<text>", _sha256(text), 0, len(chunks))
+        record = _text_record(document, text, len(chunks))
+        self._warn_of_twins(record, "the text given")
         self._ingest_chunks(
             record, iter(chunks), len(chunks), batch_size, report, on_batch, known=chunks
         )
@@ -131,11 +148,12 @@ class IngestPipeline:
         pieces: list[Chunk] = []
         # Chunked up front: an empty document is refused before anything is written,
         # and the chunks already stored are known before any is embedded.
-        for doc_id, text in documents:
+        for doc_id, raw in documents:
+            text = clean_text(raw)
             if not text.strip():
                 raise InputError(f"document {doc_id!r} is empty")
             chunks = chunk_document(doc_id, text, self.settings.chunk_tokens)
-            records[doc_id] = DocumentRecord(doc_id, "<text>", _sha256(text), 0, len(chunks))
+            records[doc_id] = _text_record(doc_id, text, len(chunks))
             pieces.extend(chunks)
         report = IngestReport()
         for number, batch in enumerate(self._prepared(iter(pieces), batch_size, pieces)):
@@ -157,38 +175,51 @@ class IngestPipeline:
         stdin: IO[str] | None,
         report: IngestReport,
         on_batch: BatchCallback | None,
+        encoding: str = UTF8,
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            lines = _non_empty_stream(stdin or _utf8_stdin())
+            lines = _non_empty_stream(stdin or _stdin(encoding), encoding, self.options)
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, lines, budget)
             self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
             return
-        document = load_document(source.path)
+        document = load_document(source.path, encoding=encoding, options=self.options)
         text, sha = document.text, document.sha256
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 not in (None, sha):
             raise InputError(
                 f"{source.label}: memory {self.store.memory!r} already holds a different "
-                f"document named {source.doc_id!r}; pass --document to give this one another name"
+                f"document named {source.doc_id!r}; pass {self.options.name('document')} "
+                "to give this one another name"
             )
-        if known is None:
-            twins = [d.id for d in self.store.documents() if d.sha256 == sha]
-            if twins:
-                logger.warning(
-                    "%s has the same text as document %r, already in memory %r; it is "
-                    "ingested again as document %r",
-                    source.label,
-                    twins[0],
-                    self.store.memory,
-                    source.doc_id,
-                )
         pieces = _placed(chunk_document(source.doc_id, text, budget), document)
-        record = DocumentRecord(source.doc_id, str(source.path), sha, 0, len(pieces))
+        record = DocumentRecord(
+            source.doc_id, str(source.path), sha, 0, len(pieces), text_sha256=text_hash(text)
+        )
+        if known is None:
+            self._warn_of_twins(record, source.label)
         self._ingest_chunks(
             record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
         )
+
+    def _warn_of_twins(self, record: DocumentRecord, label: str) -> None:
+        """Log a warning when another document of the memory has the same text (the
+        same file under another name, or the same text in another format)."""
+        twins = [
+            d.id
+            for d in self.store.documents()
+            if d.text_sha256 == record.text_sha256 and d.id != record.id
+        ]
+        if twins:
+            logger.warning(
+                "%s has the same text as document %r, already in memory %r; it is "
+                "ingested again as document %r",
+                label,
+                twins[0],
+                self.store.memory,
+                record.id,
+            )
 
     def _ingest_chunks(
         self,
@@ -247,11 +278,7 @@ class IngestPipeline:
                     known = store.get_document(doc_id)
                     last = max(c.position for c in batch if c.doc_id == doc_id)
                     stored_chunks = max(known.chunks if known else 0, last + 1)
-                    store.upsert_document(
-                        DocumentRecord(
-                            doc_id, record.source, record.sha256, stored_chunks, record.total
-                        )
-                    )
+                    store.upsert_document(replace(record, chunks=stored_chunks))
                 self._builder(store, clock).assimilate(nodes, report)
             report.chunks_added = len(new)
         report.seconds = dict(clock.seconds)
@@ -301,7 +328,7 @@ class IngestPipeline:
                     raise InputError(
                         f"{records[doc_id].source}: memory {self.store.memory!r} already holds "
                         f"different text at chunk {position} of document {doc_id!r}; pass "
-                        "--document to store this text under another name"
+                        f"{self.options.name('document')} to store this text under another name"
                     )
 
     def _builder(self, store: BatchStore, clock: PhaseClock) -> MemoryBuilder:
@@ -351,25 +378,32 @@ def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[list[Chunk], 
         yield batch, time.perf_counter() - start
 
 
-def _utf8_stdin() -> IO[str]:
+def _stdin(encoding: str) -> IO[str]:
     """sys.stdin decoded strictly: under a POSIX locale Python reads it with
     surrogateescape, which turns bad bytes into text that fails much later."""
-    return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict")
+    return io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, errors="strict")
 
 
-def _non_empty_stream(stream: IO[str]) -> Iterable[str]:
+def _non_empty_stream(
+    stream: IO[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
+) -> Iterable[str]:
+    """stdin's lines, checked as they stream; a byte order mark is dropped (the
+    Gutenberg cut needs the whole text, and stdin is chunked as it arrives)."""
+    first = True
     try:
         for line in stream:
+            if first:
+                line, first = line.removeprefix("\ufeff"), False
             if "\x00" in line:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
             line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
             yield line
     except (UnicodeDecodeError, UnicodeEncodeError) as exc:
-        raise InputError(f"<stdin>: not valid UTF-8 ({exc.reason})") from exc
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+        utf8 = encoding == UTF8
+        hint = encoding_hint(options) if utf8 else "check its encoding"
+        raise InputError(
+            f"<stdin>: not valid {'UTF-8' if utf8 else encoding} ({exc.reason}); {hint}"
+        ) from exc
 
 
 def _placed(chunks: list[Chunk], document: DocumentText) -> list[Chunk]:
@@ -391,3 +425,9 @@ def _chunk_props(chunk: Chunk) -> dict[str, Any]:
     if chunk.pages is not None:
         props["pages"] = list(chunk.pages)
     return props
+
+
+def _text_record(doc_id: str, text: str, chunks: int) -> DocumentRecord:
+    """The record of a document given as text (its text is its only hash)."""
+    sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return DocumentRecord(doc_id, "<text>", sha, 0, chunks, text_sha256=text_hash(text))

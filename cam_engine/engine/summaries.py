@@ -177,6 +177,12 @@ class SummaryWriter:
         regroup = len(roots) <= REGROUP_ROOTS
         while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
             level += 1
+            if len(roots) <= TOP_SIZE:
+                # Roots of several levels that already fit the top: one node covers
+                # them. Grouped in pairs, the top would hold more nodes than the
+                # highest level below it (2 summaries and 6 lone chunks: 4 top nodes).
+                roots = self._write_cover(level, [roots], old, report)
+                break
             # The groups of this level before the batch, on the roots still here.
             index = {n.id: i for i, n in enumerate(roots)}
             before = sorted(

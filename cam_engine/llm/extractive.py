@@ -92,7 +92,69 @@ def _sentences(text: str) -> tuple[_Parsed, ...]:
     return tuple(result)
 
 
+# What a book's layout puts between sentences: an illustration marker ("[Illustration]",
+# "[Illustration: Mr. and Mrs. Bennet]"), a heading ("CHAPTER V.", "Letter 4"), a line of
+# a table of contents ("Heading to Chapter IV.      18"), or several such lines run
+# together ("CONTENTS Letter 1 Letter 2 Chapter 1 ..."). A summary quoting them reads
+# "CHAPTER V. [Illustration] Pardon me ...".
+_MARKER = re.compile(r"\[\s*(?:Illustration|Decoration|Frontispiece)\b[^\]]*\]?", re.IGNORECASE)
+# "Chapter 12", "CHAPTER V", "Letter 4", "BOOK I": a heading word and its number (roman
+# numerals in capitals only: "Book did well" is prose).
+_HEADING = re.compile(
+    r"\b(?i:chapter|chap|letter|book|volume|vol|part|section|act|scene|canto|stave)\.?"
+    r"\s+(?:[0-9]+|[IVXLCDM]+)\b"
+)
+# A contents line ends in its page number (arabic, or a preface's roman "xxv") or in
+# the heading it points to; prose ends in punctuation.
+_PAGE_NUMBER = re.compile(r"\s(?:[0-9]+|x{0,3}(?:ix|iv|v?i{1,3}|v))$")
+_ENDS_IN_HEADING = re.compile(_HEADING.pattern + r"\.?$")
+_SENTENCE_ENDS = (".", "!", "?", "…", '"', "'", "”", "’", ")")
+_HEADING_MAX_WORDS = 8
+
+
+def _is_layout(sentence: str) -> bool:
+    """Whether a "sentence" is a heading, a contents line or a marker, not prose."""
+    words = sentence.split()
+    if not words:
+        return True
+    if not any(c.isalpha() for c in sentence):
+        return True  # "18", "* * *"
+    short = len(words) <= 2 * _HEADING_MAX_WORDS
+    if short and any(c.isupper() for c in sentence) and not any(c.islower() for c in sentence):
+        return True  # "PREFACE.", "PRIDE AND PREJUDICE", "CHAPTER V."
+    heading = _HEADING.match(sentence)
+    if heading and len(words) <= _HEADING_MAX_WORDS:
+        rest = sentence[heading.end() :].strip()
+        if rest in ("", ".", ":") or not rest.endswith(_SENTENCE_ENDS):
+            return True  # "Chapter 5.", "Letter 4", "Chapter 12 The Storm"
+    if short and _PAGE_NUMBER.search(sentence):
+        return True  # "Tailpiece to Chapter V. 26", "“She is tolerable” 15"
+    if len(words) <= _HEADING_MAX_WORDS and _ENDS_IN_HEADING.search(sentence):
+        return True  # "Heading to Chapter IV."
+    # Contents run together: "CONTENTS Letter 1 Letter 2 Chapter 1 Chapter 2 ..."
+    headings = len(_HEADING.findall(sentence))
+    return headings >= 2 and len(words) <= 4 * headings
+
+
+@lru_cache(maxsize=16384)
+def _prose(text: str) -> tuple[_Parsed, ...]:
+    """The sentences of a text a summary may quote: illustration markers taken out,
+    headings and contents lines left out. Cached as ``_sentences`` is."""
+    kept: list[_Parsed] = []
+    for sentence in _sentences(text):
+        plain = sentence.text
+        if _MARKER.search(plain):
+            plain = " ".join(_MARKER.sub(" ", plain).split())
+        if _is_layout(plain):
+            continue
+        kept.extend(_sentences(plain) if plain != sentence.text else (sentence,))
+    return tuple(kept)
+
+
 class ExtractiveSummarizer:
+    """A centroid summary of the members' sentences. Headings, contents lines and
+    illustration markers are not sentences and are not quoted."""
+
     @property
     def backend(self) -> str:
         return EXTRACTIVE
@@ -100,10 +162,12 @@ class ExtractiveSummarizer:
     def summarize(self, texts: Sequence[str], *, max_words: int) -> SummaryResult:
         # Overlapping clusters share members, so the summaries one level up quote the
         # same sentences: each is counted and quoted once.
+        # Headings and the like are left out, unless the members hold nothing else.
+        prose = [sentence for text in texts for sentence in _prose(text)]
+        every = prose or [sentence for text in texts for sentence in _sentences(text)]
         unique: dict[str, _Parsed] = {}
-        for text in texts:
-            for sentence in _sentences(text):
-                unique.setdefault(sentence.key, sentence)
+        for sentence in every:
+            unique.setdefault(sentence.key, sentence)
         keys = list(unique)
         parsed = list(unique.values())
         sentences = [u.text for u in parsed]

@@ -124,6 +124,13 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
             Field(description="Document id for a single file (default: the file name)."),
         ] = None,
         batch_size: Annotated[int, Field(ge=1, le=100_000, description="Chunks per batch.")] = 64,
+        encoding: Annotated[
+            str,
+            Field(
+                description="Encoding of text files, e.g. latin-1 (PDF, EPUB and HTML say "
+                "their own)."
+            ),
+        ] = "utf-8",
     ) -> dict[str, Any]:
         """Add a text file, or every file of a folder, to the memory.
 
@@ -133,7 +140,7 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
         the same report as ingest_text, with any file that could not be read under
         "errors".
         """
-        return tools.ingest_file(path, document=document, batch_size=batch_size)
+        return tools.ingest_file(path, document=document, batch_size=batch_size, encoding=encoding)
 
     @server.tool()
     def ask(

@@ -232,7 +232,12 @@ class MemoryTools:
         return self._locked(work)
 
     def ingest_file(
-        self, path: str, *, document: str | None = None, batch_size: int = 64
+        self,
+        path: str,
+        *,
+        document: str | None = None,
+        batch_size: int = 64,
+        encoding: str = "utf-8",
     ) -> dict[str, Any]:
         target = self.allowed_path(path)
         if not target.exists():
@@ -244,7 +249,9 @@ class MemoryTools:
             memory = self._writable()
             started = time.perf_counter()
             # The resolved path, never the raw one: "-" would read the server's stdin.
-            report = memory.ingest([target], batch_size=batch_size, document=document)
+            report = memory.ingest(
+                [target], batch_size=batch_size, document=document, encoding=encoding
+            )
             if report.errors and not report.batches:
                 raise InputError("; ".join(e.message for e in report.errors))
             return _ingest_report(memory, report, time.perf_counter() - started)

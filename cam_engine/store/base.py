@@ -42,6 +42,9 @@ class DocumentRecord:
     sha256: str | None  # of the whole text when known up front (files); None for streams
     chunks: int  # chunks stored so far
     total: int | None = None  # chunks the whole document makes, when known up front
+    # Of the text taken out of the file (whitespace folded, ``sources.text_hash``): the
+    # same text as a PDF and as a .txt has one; None for streams and older records.
+    text_sha256: str | None = None
 
 
 def cluster_shape(sizes: Iterable[tuple[int, int]]) -> dict[str, Any]:

@@ -85,6 +85,14 @@ MIGRATIONS: list[tuple[str, str | tuple[str, ...]]] = [
             "INSERT INTO node_text (node_text) VALUES ('rebuild')",
         ),
     ),
+    (
+        # The hash of a document's text (sha256 is of the file's bytes): the same text in
+        # two formats, or twice as PDF, is recognized as the same.
+        "005_document_text_hash",
+        """
+        ALTER TABLE documents ADD COLUMN text_sha256 TEXT;
+        """,
+    ),
 ]
 
 

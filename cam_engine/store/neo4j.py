@@ -59,6 +59,13 @@ READ_RETRY_SECONDS = 10.0
 SNAPSHOT_ATTEMPTS = 20
 
 
+# What to do when no server answers (the repository's scripts; README, "Neo4j").
+START_A_SERVER = (
+    "is a server running there? Start one with docker/neo4j-local start, or "
+    "docker compose -f docker/docker-compose.yml up"
+)
+
+
 class Neo4jStore:
     # READ COMMITTED, statement by statement: the reads of one question may straddle a
     # writer's commit (docs/reliability.md, "Concurrent ingests").
@@ -113,6 +120,10 @@ class Neo4jStore:
             raise StoreError(
                 f"Neo4j at {uri} has no database {database!r} (CAM_NEO4J_DATABASE); Community "
                 "edition serves only 'neo4j'"
+            ) from exc
+        except neo4j.exceptions.ServiceUnavailable as exc:
+            raise StoreError(
+                f"cannot reach Neo4j at {uri}: {_first_line(exc)}; {START_A_SERVER}"
             ) from exc
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError, ValueError) as exc:
             raise StoreError(f"cannot reach Neo4j at {uri}: {_first_line(exc)}") from exc
@@ -325,6 +336,7 @@ class Neo4jStore:
             sha256=document.sha256,
             chunks=document.chunks,
             total=document.total,
+            text_sha256=document.text_sha256,
         )
 
     def documents(self) -> list[DocumentRecord]:

@@ -65,10 +65,7 @@ class SqliteStore:
         self._busy_timeout = busy_timeout
         # Made here: a command that fails before writing a memory removes it on close.
         self._created = not path.exists()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot open SQLite store {path}: {exc}") from exc
+        _make_folder(path)
         conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(
@@ -335,7 +332,8 @@ class SqliteStore:
     # --- documents ------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
         rows = self._q(
-            "SELECT id, source, sha256, chunks, total FROM documents WHERE memory = ? AND id = ?",
+            "SELECT id, source, sha256, chunks, total, text_sha256 FROM documents "
+            "WHERE memory = ? AND id = ?",
             self._memory,
             doc_id,
         )
@@ -343,10 +341,11 @@ class SqliteStore:
 
     def upsert_document(self, document: DocumentRecord) -> None:
         self._conn.execute(
-            "INSERT INTO documents (memory, id, source, sha256, chunks, total) "
-            "VALUES (?, ?, ?, ?, ?, ?) "
+            "INSERT INTO documents (memory, id, source, sha256, chunks, total, text_sha256) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (memory, id) DO UPDATE SET source = excluded.source, "
-            "sha256 = excluded.sha256, chunks = excluded.chunks, total = excluded.total",
+            "sha256 = excluded.sha256, chunks = excluded.chunks, total = excluded.total, "
+            "text_sha256 = excluded.text_sha256",
             (
                 self._memory,
                 document.id,
@@ -354,12 +353,14 @@ class SqliteStore:
                 document.sha256,
                 document.chunks,
                 document.total,
+                document.text_sha256,
             ),
         )
 
     def documents(self) -> list[DocumentRecord]:
         rows = self._q(
-            "SELECT id, source, sha256, chunks, total FROM documents WHERE memory = ? ORDER BY id",
+            "SELECT id, source, sha256, chunks, total, text_sha256 FROM documents "
+            "WHERE memory = ? ORDER BY id",
             self._memory,
         )
         return [DocumentRecord(*r) for r in rows]
@@ -924,3 +925,28 @@ def _vector(blob: bytes) -> np.ndarray:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _make_folder(path: Path) -> None:
+    """The folder of a store file, created when missing; one line naming the path and
+    what is wrong when it cannot be: the path is a folder, a part of it is a file, or
+    the folder cannot be made."""
+    if path.is_dir():
+        raise StoreError(
+            f"cannot open SQLite store {path}: it is a folder; give a file path such as "
+            f"{path / 'cam.db'}"
+        )
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise StoreError(
+                    f"cannot open SQLite store {path}: {parent} is a file, not a folder"
+                )
+            break
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise StoreError(
+            f"cannot open SQLite store {path}: cannot create its folder {path.parent} ({reason})"
+        ) from exc

@@ -62,6 +62,15 @@ def test_documents_and_settings_round_trip(store: GraphStore) -> None:
     ]
 
 
+def test_a_document_keeps_the_hash_of_its_text(store: GraphStore) -> None:
+    # Two files with other bytes and the same text: one text_sha256, two sha256.
+    with store.transaction():
+        store.upsert_document(DocumentRecord("a.pdf", "a.pdf", "f1", 3, 3, text_sha256="t"))
+        store.upsert_document(DocumentRecord("a.txt", "a.txt", "f2", 3, 3, text_sha256="t"))
+    assert store.get_document("a.pdf") == DocumentRecord("a.pdf", "a.pdf", "f1", 3, 3, "t")
+    assert [(d.sha256, d.text_sha256) for d in store.documents()] == [("f1", "t"), ("f2", "t")]
+
+
 def test_memories_lists_those_with_settings_and_reading_creates_none(
     store: GraphStore, store_location: str, memory_name: str
 ) -> None:
