@@ -19,9 +19,6 @@ from typing import Literal
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
-import pypdf
-from bs4 import BeautifulSoup, Tag
-
 from cam_engine.errors import InputError
 
 Format = Literal["text", "pdf", "epub", "html"]
@@ -75,6 +72,8 @@ def pdf_text(path: Path, data: bytes) -> str:
     """Each page's text, pages separated by blank lines."""
     if not data.startswith(b"%PDF-"):
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
+    import pypdf  # here, not at the top: only a PDF needs it (0.15 s to import)
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         # An owner password alone (printing or copying restricted) leaves the empty user
@@ -115,6 +114,8 @@ def html_text(markup: bytes, *, page: bool = True) -> str:
     page's own header and footer (those of an article or section hold its title and
     byline, and stay). An EPUB chapter is not a page: its header is the chapter title.
     """
+    from bs4 import BeautifulSoup  # here: only HTML and EPUB need it (0.13 s to import)
+
     soup = BeautifulSoup(markup, "html.parser")  # bytes: it reads the declared charset
     for tag in soup.find_all(_NOT_TEXT):
         _drop(tag)
@@ -139,6 +140,8 @@ def html_text(markup: bytes, *, page: bool = True) -> str:
 
 
 def _drop(tag: object) -> None:
+    from bs4 import Tag
+
     if isinstance(tag, Tag) and not tag.decomposed:  # inside one dropped already
         tag.decompose()
 
