@@ -53,6 +53,7 @@ class MiniLMNumpyEmbedder:
         self._lock = threading.Lock()
         self._model: _Encoder | None = None
         self._tokenizer: Any = None
+        self._counter: Any = None  # the tokenizer without truncation
 
     @property
     def name(self) -> str:
@@ -80,9 +81,13 @@ class MiniLMNumpyEmbedder:
         return int(self._load()[1].truncation["max_length"])
 
     def count_word_pieces(self, text: str) -> int:
-        """Word pieces the model's tokenizer makes of ``text`` (no special tokens)."""
-        tokenizer = self._load()[1]
-        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+        """Word pieces the model's tokenizer makes of ``text`` (no special tokens), all
+        of them: as sentence-transformers' tokenizer counts them, not cut off."""
+        with self._lock:
+            if self._counter is None:
+                self._counter = load_tokenizer(self._dir, truncate=False)
+            counter = self._counter
+        return len(counter.encode(text, add_special_tokens=False).ids)
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids as the model reads them: [CLS], word pieces, [SEP],
@@ -119,17 +124,20 @@ class MiniLMNumpyEmbedder:
             return self._model, self._tokenizer
 
 
-def load_tokenizer(model_dir: Path) -> Any:
+def load_tokenizer(model_dir: Path, *, truncate: bool = True) -> Any:
     """The model's tokenizer, truncating as sentence-transformers does: to
     ``max_seq_length`` of ``sentence_bert_config.json`` (256 for MiniLM; the
     ``tokenizer.json`` shipped says 128 and pads to it, which sentence-transformers
-    overrides), from the right, no padding."""
+    overrides), from the right, no padding; with ``truncate=False``, not at all."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    if not truncate:
+        tokenizer.no_truncation()
+        return tokenizer
     config = json.loads((model_dir / "sentence_bert_config.json").read_text(encoding="utf-8"))
     tokenizer.enable_truncation(max_length=int(config["max_seq_length"]))
-    tokenizer.no_padding()
     return tokenizer
 
 
