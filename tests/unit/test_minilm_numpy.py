@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from cam_engine.embed import embedding_device, load_embedder
+from cam_engine.embed import HashingEmbedder, embedding_device, load_embedder
 from cam_engine.embed.caching import CachingEmbedder
-from cam_engine.embed.default_model import GpuForBatches, gpu_possible
+from cam_engine.embed.default_model import SMALL_CALL, GpuForBatches, gpu_possible
 from cam_engine.embed.minilm_numpy import MiniLMNumpyEmbedder, _gelu, load_tokenizer
 from cam_engine.embed.sentence_transformers import SentenceTransformerEmbedder
 from cam_engine.errors import ConfigError, EmbeddingError
@@ -92,3 +93,36 @@ def test_a_model_folder_without_weights_is_one_clear_error(tmp_path: Path) -> No
     embedder = MiniLMNumpyEmbedder(MODEL, tmp_path)
     with pytest.raises(EmbeddingError, match=r"cannot load embedding model 'all-MiniLM-L6-v2'"):
         embedder.embed(["a question"])
+
+
+class _Recording(HashingEmbedder):
+    """A hashing embedder that says where it runs and counts the texts it got."""
+
+    def __init__(self, device: str) -> None:
+        super().__init__(dim=16)
+        self.device = device
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_with_a_gpu_questions_stay_on_the_cpu_and_batches_go_to_the_gpu() -> None:
+    cpu, gpu = _Recording("cpu"), _Recording("cuda")
+    embedder = GpuForBatches(cpu, gpu)  # type: ignore[arg-type]
+
+    embedder.embed(["Who is Elizabeth?"])
+    embedder.embed([f"chunk {i}" for i in range(SMALL_CALL)])
+
+    assert (cpu.texts, gpu.texts) == (1, SMALL_CALL)
+    assert embedding_device(embedder) == "cuda (torch)"
+
+
+def test_without_a_gpu_batches_stay_on_the_cpu_too() -> None:
+    cpu, no_gpu = _Recording("cpu"), _Recording("cpu")
+    embedder = GpuForBatches(cpu, no_gpu)  # type: ignore[arg-type]
+
+    embedder.embed([f"chunk {i}" for i in range(64)])
+
+    assert (cpu.texts, no_gpu.texts) == (64, 0)
