@@ -15,7 +15,7 @@ from cam_engine.embed import HashingEmbedder, embedding_device, load_embedder
 from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.embed.default_model import SMALL_CALL, GpuForBatches, gpu_possible
 from cam_engine.embed.minilm_numpy import MiniLMNumpyEmbedder, _gelu, load_tokenizer
-from cam_engine.embed.sentence_transformers import SentenceTransformerEmbedder
+from cam_engine.embed.sentence_transformers import SentenceTransformerEmbedder, resolve_device
 from cam_engine.errors import ConfigError, EmbeddingError
 
 MODEL = "all-MiniLM-L6-v2"
@@ -126,3 +126,13 @@ def test_without_a_gpu_batches_stay_on_the_cpu_too() -> None:
     embedder.embed([f"chunk {i}" for i in range(64)])
 
     assert (cpu.texts, no_gpu.texts) == (64, 0)
+
+
+def test_without_torch_auto_is_the_cpu_and_a_named_gpu_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now fails
+
+    assert resolve_device("auto") == "cpu"
+    with pytest.raises(ConfigError, match="'cuda' needs torch"):
+        resolve_device("cuda")
