@@ -20,9 +20,6 @@ from typing import Literal
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
-import pypdf
-from bs4 import BeautifulSoup, Tag
-
 from cam_engine.errors import InputError
 
 Format = Literal["text", "pdf", "epub", "html"]
@@ -82,6 +79,8 @@ def pdf_pages(path: Path, data: bytes) -> list[tuple[int, str]]:
     blank lines they are ``pdf_text``, and ``page_starts`` says where each begins."""
     if not data.startswith(b"%PDF-"):
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
+    import pypdf  # here, not at the top: only a PDF needs it (0.15 s to import)
+
     try:
         reader = pypdf.PdfReader(io.BytesIO(data))
         # An owner password alone (printing or copying restricted) leaves the empty user
@@ -141,6 +140,8 @@ def html_text(markup: bytes, *, page: bool = True) -> str:
     page's own header and footer (those of an article or section hold its title and
     byline, and stay). An EPUB chapter is not a page: its header is the chapter title.
     """
+    from bs4 import BeautifulSoup  # here: only HTML and EPUB need it (0.13 s to import)
+
     soup = BeautifulSoup(markup, "html.parser")  # bytes: it reads the declared charset
     for tag in soup.find_all(_NOT_TEXT):
         _drop(tag)
@@ -165,6 +166,8 @@ def html_text(markup: bytes, *, page: bool = True) -> str:
 
 
 def _drop(tag: object) -> None:
+    from bs4 import Tag
+
     if isinstance(tag, Tag) and not tag.decomposed:  # inside one dropped already
         tag.decompose()
 

@@ -76,3 +76,92 @@ def bench_ingest(
         echo_json(figures)
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@bench.command("ask")
+@click.option(
+    "--cold",
+    is_flag=True,
+    help="Time `cam ask` as a fresh process, N times per strategy (prune-grow, and bm25 "
+    "as the floor): imports and model loading included. Without it: the engine's part "
+    "of Memory.ask on SQLite and Neo4j (python -m cam_engine.bench.ask).",
+)
+@click.option(
+    "--book",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"),
+    show_default=True,
+    help="Book to ask about (default: Frankenstein from ../shared/data).",
+)
+@click.option(
+    "--cached-vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="--cold: read and save the book's vectors in this .npz (building the memory "
+    "then embeds nothing the second time).",
+)
+@click.option(
+    "--store",
+    "store_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="--cold: SQLite file to build the memory in and keep (default: a temp dir).",
+)
+@click.option(
+    "--runs", default=10, type=click.IntRange(min=1), show_default=True, help="--cold: asks."
+)
+@click.option(
+    "--cam",
+    "cams",
+    multiple=True,
+    help="--cold: command that stands for `cam` (repeatable, measured interleaved; "
+    "default: this installation's).",
+)
+@click.option(
+    "--neo4j",
+    envvar="CAM_NEO4J_URI",
+    default="bolt://127.0.0.1:7687",
+    show_default=True,
+    help="Without --cold: the Neo4j server [$CAM_NEO4J_URI].",
+)
+@click.option(
+    "--questions",
+    default=100,
+    type=click.IntRange(min=1),
+    show_default=True,
+    help="Without --cold: HotpotQA questions whose paragraphs are pooled.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write here.")
+def bench_ask(
+    cold: bool,
+    book: Path,
+    cached_vectors: Path | None,
+    store_file: Path | None,
+    runs: int,
+    cams: tuple[str, ...],
+    neo4j: str,
+    questions: int,
+    out: Path | None,
+) -> None:
+    """Latency of asking: cold (a fresh `cam ask` process) or the engine's part."""
+    from cam_engine.bench import print_figures
+    from cam_engine.errors import CamError
+
+    try:
+        if cold:
+            from cam_engine.bench import cold_ask
+
+            figures = cold_ask.run(
+                book=book,
+                runs=runs,
+                cams=cams,
+                cached_vectors=cached_vectors,
+                store=store_file,
+            )
+        else:
+            from cam_engine.bench import ask
+
+            figures = ask.run(
+                book=book, hotpot=ask.default_hotpot(), n_questions=questions, neo4j_uri=neo4j
+            )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    print_figures(figures, out)

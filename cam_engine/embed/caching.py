@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cam_engine.embed import embedding_device
 from cam_engine.embed.base import Embedder
 from cam_engine.errors import ConfigError
 
@@ -68,7 +69,7 @@ class CachingEmbedder:
 
     @property
     def device(self) -> str:
-        return str(getattr(self._inner, "device", "cpu"))
+        return embedding_device(self._inner)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         start = time.perf_counter()

