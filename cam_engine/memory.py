@@ -29,6 +29,7 @@ from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundE
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
+from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
@@ -380,6 +381,7 @@ class Memory:
         answerer: Answerer | None = None,
         chat: ChatModel | None = None,
         options: Mapping[str, Any] | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> AskResult:
         """Answer a question from the memory (CAM Section 4.2) with any strategy of
         ``cam_engine.retrieval.strategies.STRATEGIES``.
@@ -388,6 +390,8 @@ class Memory:
         relevance, and an answer that quotes the evidence sentences that best match the
         question. Adapter strategies (lookup, lookup-seq, memagent, research) answer
         themselves, with ``chat`` or their offline rules, and take their own ``options``.
+        ``on_progress`` hears of long work: MemAgent's steps, research's iterations,
+        lookup-seq's and prune-grow's turns.
         """
         spec = strategy_named(strategy)
         if not isinstance(question, str):
@@ -405,6 +409,7 @@ class Memory:
             selector=selector,
             chat=chat,
             adapter=dict(options or {}),
+            progress=on_progress,
         )
         found = spec.run(self, question, ask_options)
         passages = context_passages(found.evidence())

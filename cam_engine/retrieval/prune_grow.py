@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cam_engine.llm.base import Candidate, Selector
+from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.retrieval.base import Retrieval, unique_text
 from cam_engine.retrieval.localize import DEPTH, hybrid
 from cam_engine.store.base import RetrievalStore
@@ -68,9 +69,11 @@ def prune_and_grow(
     max_turns: int,
     level: int | None = None,
     grow: GrowSettings = DEFAULT_GROW,
+    on_progress: ProgressCallback | None = None,
 ) -> Retrieval:
     """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
-    and growth at level 0 only): the paper's "w/o hierarchy" ablation."""
+    and growth at level 0 only): the paper's "w/o hierarchy" ablation. ``on_progress``
+    hears of each turn (one selector call: an LLM's, with a chat selector)."""
     result = Retrieval("prune-grow", [])
     chunks = hybrid(store, question_text, question, level=0, depth=grow.pool_depth)
     seeds = chunks if level == 0 else hybrid(store, question_text, question, level, DEPTH)
@@ -104,6 +107,9 @@ def prune_and_grow(
         result.usage += selection.usage
         chosen = [offered[i] for i in selection.chosen if 0 <= i < len(offered)]
         result.turns.append([n.id for n in chosen])
+        if on_progress is not None:
+            chosen_so_far = f"{len(activated) + len(chosen)} nodes chosen"
+            on_progress(Progress("prune-grow", "turn", turn + 1, max_turns, chosen_so_far))
         if not chosen:
             result.stop = "the activated set stopped growing"
             break

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cam_engine.errors import ConfigError
 from cam_engine.llm.base import AnswerText, ChatModel, Selector
+from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import simple
 from cam_engine.retrieval.base import Retrieval
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings, prune_and_grow
@@ -40,6 +41,7 @@ class AskOptions:
     chat: ChatModel | None = None  # adapters: None runs their offline extractive rules
     adapter: Mapping[str, Any] = field(default_factory=dict)  # adapter-specific options
     grow: GrowSettings = DEFAULT_GROW  # prune-grow's growth and relevance flow
+    progress: ProgressCallback | None = None  # hears of long work: steps, turns, iterations
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.max_turns < 1:
@@ -86,6 +88,7 @@ def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval
         max_turns=options.max_turns,
         level=options.level,
         grow=options.grow,
+        on_progress=options.progress,
     )
 
 
@@ -94,11 +97,15 @@ def _adapter(name: str) -> Run:
         from cam_engine.adapters.registry import ASK_STRATEGIES
 
         run_adapter = ASK_STRATEGIES[name]
+        signature = inspect.signature(run_adapter)
         try:
-            inspect.signature(run_adapter).bind(memory, question, options.chat, **options.adapter)
+            signature.bind(memory, question, options.chat, **options.adapter)
         except TypeError as exc:
             raise ConfigError(f"strategy {name!r}: {exc}") from None
-        answer: AdapterAnswer = run_adapter(memory, question, options.chat, **options.adapter)
+        adapter_options = dict(options.adapter)
+        if options.progress is not None and "on_progress" in signature.parameters:
+            adapter_options["on_progress"] = options.progress  # lookup has no loop to report
+        answer: AdapterAnswer = run_adapter(memory, question, options.chat, **adapter_options)
         evidence = [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources]
         extra = []
         if name in ("lookup", "lookup-seq"):
