@@ -285,7 +285,7 @@ class _ExtractiveReader:
     def _score(self, question: str, sentences: list[str]) -> list[float]:
         self._question_vector(question)
         assert self._question is not None
-        new = [s for s in sentences if s not in self._scores]
+        new = list(dict.fromkeys(s for s in sentences if s not in self._scores))
         if new:
             vectors = self.embed(new)
             for sentence, score in zip(new, vectors @ self._question[1], strict=True):
@@ -310,6 +310,7 @@ def answer(
     resume: bool = True,
     on_step: StepCallback | None = None,
     on_progress: ProgressCallback | None = None,
+    embed_budget: int = EMBED_BUDGET,
 ) -> AdapterAnswer:
     """Answer ``question`` by reading the documents (all of them, or ``doc_ids`` in the
     order given) MemAgent's way, storing every memory state.
@@ -319,7 +320,8 @@ def answer(
     reused and reading goes on after the last one (a finished run is answered from its
     stored final state without any call); ``resume=False`` deletes them and starts over.
     ``on_step(step, steps)`` is called after each step that ran and was stored, and
-    ``on_progress`` with the step and the tokens read so far.
+    ``on_progress`` with the step and the tokens read so far. ``embed_budget``: the
+    extractive backend's sentences embedded per question (see the module's doc).
     """
     _check_arguments(question, chunk_tokens, memory_tokens)
     documents = document_ids(memory, doc_ids)
@@ -328,7 +330,7 @@ def answer(
         raise InputError("the memory holds no text to read")
     log = CallLog()
     reader: _Reader = (
-        _ExtractiveReader(memory.embedder.embed, memory_tokens)
+        _ExtractiveReader(memory.embedder.embed, memory_tokens, embed_budget)
         if chat is None
         else _ChatReader(chat, log, memory_tokens)
     )
