@@ -364,9 +364,20 @@ def test_lookup_sequential_until_stop(memory: Memory) -> None:
 
 def test_lookup_sequential_stops_at_the_page_cap(memory: Memory) -> None:
     build_scripted(memory)
+    heard: list[str] = []
     with ChatServer(["Page 1", "I want Page 4.", "answer", "never asked"]) as server:
-        result = lookup_sequential(memory, QUESTION, chat(server), max_pages=2)
+        result = lookup_sequential(
+            memory,
+            QUESTION,
+            chat(server),
+            max_pages=2,
+            on_progress=lambda p: heard.append(p.line()),
+        )
     assert len(server.requests) == 3
+    assert heard == [
+        "lookup-seq: turn 1/2 (0 of 4 pages read)",
+        "lookup-seq: turn 2/2 (1 of 4 pages read)",
+    ]
     assert result.details["pages_read"] == [1, 4]
     assert result.details["stop_reason"] == "cap"
     answer = user_text(server.bodies[2])
