@@ -76,6 +76,9 @@ def interrupt_after(command: list[str], ready: str, stream: str) -> tuple[int, s
         stderr=subprocess.PIPE,
         text=True,
         env=environment(),
+        # A shell's background job (CI, `cmd &`) has SIGINT ignored, and a child inherits
+        # that: Python then installs no Ctrl-C handler. Start it as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     watched = process.stdout if stream == "stdout" else process.stderr
     assert watched is not None
