@@ -41,6 +41,7 @@ from cam_engine.llm.extractive import ExtractiveSummarizer, content_words, split
 from cam_engine.llm.parsers import parse_json_object, strip_thinking
 from cam_engine.llm.prompts import load_prompt
 from cam_engine.memory import Memory
+from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import MEMO, PAGE, Node, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -428,10 +429,12 @@ def research(
     top_k: int = 5,
     output: str = "integration",
     doc_ids: Sequence[str] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> AdapterAnswer:
     """Deep research over the ``gam`` page-store; ``answer`` is the integrated result and
     ``output`` says what goes with it: nothing ("integration"), the source pages
-    ("sources") or quoted extracts of them ("extracts")."""
+    ("sources") or quoted extracts of them ("extracts"). ``on_progress`` hears of each
+    iteration."""
     if output not in OUTPUTS:
         raise ConfigError(f"unknown output {output!r}: use one of {', '.join(OUTPUTS)}")
     for name, value in (("max_iters", max_iters), ("top_k", top_k)):
@@ -457,6 +460,9 @@ def research(
         pages_found.append([p.id for p in found])
         round_ = {"hits": tool_hits, "new_pages": new, "integrate_fallback": integrate_fallback}
         rounds.append(round_)
+        if on_progress is not None:
+            found_so_far = f"{len(seen)} pages found"
+            on_progress(Progress(STRATEGY, "iteration", step + 1, max_iters, found_so_far))
         if chat is None:  # offline: the same plan again would find nothing new
             round_["reflection"] = asdict(Reflection(enough=not new, new_requests=[]))
             if not new:

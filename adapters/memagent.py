@@ -27,7 +27,11 @@ With ``chat=None`` the offline extractive backend runs the same loop without a m
 memory is the sentences most relevant to the question seen so far (cosine to the question
 with the memory's embedder), re-ranked at each step from the old memory's sentences and
 the new piece's, and kept within ``memory_tokens``; the answer quotes the memory's
-best-matching sentences (``ExtractiveAnswerer``). Everything it writes says
+best-matching sentences (``ExtractiveAnswerer``). Embedding every sentence read would cost
+minutes per question on a CPU (two books hold about 10,000): a reading of more than
+``EMBED_BUDGET`` sentences embeds only each piece's shortlist (its share of the budget,
+at least ``SHORTLIST``): the sentences that share the question's rarest words, in the
+chunks whose stored vectors are closest to it. Everything it writes says
 ``backend="extractive"``.
 """
 
@@ -36,8 +40,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,10 +57,11 @@ from cam_engine.adapters.base import (
 )
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
-from cam_engine.llm.extractive import ExtractiveAnswerer, split_sentences
+from cam_engine.llm.extractive import ExtractiveAnswerer, content_words, split_sentences
 from cam_engine.llm.parsers import parse_boxed, strip_thinking
 from cam_engine.llm.prompts import load_prompt
 from cam_engine.memory import Memory
+from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import MEMORY_STATE, Node, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -65,6 +71,8 @@ STRATEGY = "memagent"
 NO_MEMORY = "No previous memory"  # the first step's memory, as in MemAgent's code
 DEFAULT_CHUNK_TOKENS = 5000
 DEFAULT_MEMORY_TOKENS = 1024
+EMBED_BUDGET = 600  # the extractive backend: sentences it embeds per question, at most
+SHORTLIST = 8  # ... and per piece at least, when the budget does not cover every sentence
 UPDATE_PROMPT = "memagent_update"
 ANSWER_PROMPT = "memagent_answer"
 
@@ -78,6 +86,8 @@ class Piece:
     text: str
     chunk_ids: tuple[str, ...]
     tokens: int
+    # The chunks themselves, with their stored vectors (the extractive backend's shortlist).
+    chunks: tuple[Node, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -95,22 +105,23 @@ def plan_pieces(chunks: Sequence[Node], chunk_tokens: int) -> list[Piece]:
     itself. Chunk texts are joined with a blank line, which restores the paragraphs.
     """
     pieces: list[Piece] = []
-    texts: list[str] = []
-    ids: list[str] = []
+    taken: list[Node] = []
+    words = 0  # of the taken chunks: count_tokens of their joined text, kept as a sum
     for chunk in chunks:
-        if texts and count_tokens("\n\n".join([*texts, chunk.text])) > chunk_tokens:
-            pieces.append(_piece(texts, ids))
-            texts, ids = [], []
-        texts.append(chunk.text)
-        ids.append(chunk.id)
-    if texts:
-        pieces.append(_piece(texts, ids))
+        size = len(chunk.text.split())
+        if taken and math.ceil((words + size) * 4 / 3) > chunk_tokens:
+            pieces.append(_piece(taken))
+            taken, words = [], 0
+        taken.append(chunk)
+        words += size
+    if taken:
+        pieces.append(_piece(taken))
     return pieces
 
 
-def _piece(texts: list[str], ids: list[str]) -> Piece:
-    text = "\n\n".join(texts)
-    return Piece(text, tuple(ids), count_tokens(text))
+def _piece(chunks: list[Node]) -> Piece:
+    text = "\n\n".join(c.text for c in chunks)
+    return Piece(text, tuple(c.id for c in chunks), count_tokens(text), tuple(chunks))
 
 
 def default_run_id(
@@ -128,6 +139,8 @@ class _Reader(Protocol):
 
     backend: str
 
+    def prepare(self, question: str, pieces: Sequence[Piece], start: int) -> None: ...
+
     def update(self, question: str, memory: str, piece: Piece) -> str: ...
 
     def final(self, question: str, memory: str) -> FinalReply: ...
@@ -141,6 +154,9 @@ class _ChatReader:
         self.log = log
         self.memory_tokens = memory_tokens
         self.backend = backend_of(chat)
+
+    def prepare(self, question: str, pieces: Sequence[Piece], start: int) -> None:
+        pass  # each step is one call on its own
 
     def update(self, question: str, memory: str, piece: Piece) -> str:
         messages = load_prompt(UPDATE_PROMPT).render(
@@ -170,22 +186,42 @@ class _ChatReader:
 class _ExtractiveReader:
     """No model: the memory is the sentences closest to the question seen so far.
 
-    At each step the old memory's sentences and the new piece's are ranked by cosine to
-    the question (ties: reading order) and taken best first while they fit in
+    At each step the old memory's sentences and the piece's shortlist are ranked by
+    cosine to the question (ties: reading order) and taken best first while they fit in
     ``memory_tokens``; the memory lists them in reading order, one per paragraph, so that
     ``split_sentences`` gives them back unchanged when a run is resumed.
     """
 
     backend = EXTRACTIVE
 
-    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], memory_tokens: int):
+    def __init__(
+        self,
+        embed: Callable[[Sequence[str]], np.ndarray],
+        memory_tokens: int,
+        budget: int = EMBED_BUDGET,
+    ):
         self.embed = embed
         self.memory_tokens = memory_tokens
+        self.budget = budget
+        self.shortlist: int | None = None  # sentences per piece; None: every sentence
         self._question: tuple[str, np.ndarray] | None = None
         self._scores: dict[str, float] = {}
+        self._shortlists: dict[tuple[str, ...], list[str]] = {}
+
+    def prepare(self, question: str, pieces: Sequence[Piece], start: int) -> None:
+        """Shortlist the pieces still to read (from ``start``) and embed the shortlists in
+        one call (a call per step costs the model's overhead each time). The budget is
+        shared by all the pieces, read or not, so a resumed run reads as an uninterrupted
+        one; a shortlist depends on its piece and the question only."""
+        sentences = sum(len(split_sentences(p.text)) for p in pieces)
+        share = max(SHORTLIST, self.budget // max(1, len(pieces)))
+        self.shortlist = None if sentences <= self.budget else share
+        self._shortlists = {p.chunk_ids: self._shortlist(question, p) for p in pieces[start:]}
+        self._score(question, [s for chosen in self._shortlists.values() for s in chosen])
 
     def update(self, question: str, memory: str, piece: Piece) -> str:
-        sentences = list(dict.fromkeys(memory_sentences(memory) + split_sentences(piece.text)))
+        read = self._shortlists.get(piece.chunk_ids) or self._shortlist(question, piece)
+        sentences = list(dict.fromkeys(memory_sentences(memory) + read))
         scores = self._score(question, sentences)
         ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
         kept: list[int] = []
@@ -200,17 +236,56 @@ class _ExtractiveReader:
 
     def final(self, question: str, memory: str) -> FinalReply:
         sentences = memory_sentences(memory)
-        answer = ExtractiveAnswerer().answer(question, sentences).text
+        scores = self._score(question, sentences)
+        # The answerer takes its passages best first (a later one needs a better match):
+        # the memory's sentences go in by relevance, not in the reading order they are kept in.
+        best_first = [sentences[i] for i in sorted(range(len(sentences)), key=lambda i: -scores[i])]
+        answer = ExtractiveAnswerer().answer(question, best_first).text
         if not answer and sentences:  # no word in common: quote the closest sentence
-            scores = self._score(question, sentences)
-            answer = sentences[int(np.argmax(scores))]
+            answer = best_first[0]
         return FinalReply(answer, answer, None)
 
-    def _score(self, question: str, sentences: list[str]) -> list[float]:
+    def _shortlist(self, question: str, piece: Piece) -> list[str]:
+        """The piece's sentences worth embedding, in reading order: the ``shortlist``
+        that share the question's words, each weighed by how rare it is in the piece (a
+        name on every page counts less than a word of one passage), ties going to the
+        chunk whose stored vector is closest to the question. A piece without its chunks
+        (or their vectors) is read whole."""
+        if self.shortlist is None or not piece.chunks:
+            return split_sentences(piece.text)
+        if any(c.embedding is None for c in piece.chunks):
+            return split_sentences(piece.text)
+        wanted = set(content_words(question))
+        vector = self._question_vector(question)
+        units = [
+            (
+                float(np.dot(np.asarray(chunk.embedding), vector)),
+                sentence,
+                set(content_words(sentence)),
+            )
+            for chunk in piece.chunks
+            for sentence in split_sentences(chunk.text)
+        ]
+        rarity = {
+            word: math.log(1 + len(units) / (1 + sum(word in words for *_, words in units)))
+            for word in wanted
+        }
+        ranked = sorted(
+            range(len(units)),
+            key=lambda i: (-sum(rarity[w] for w in wanted & units[i][2]), -units[i][0], i),
+        )
+        return [units[i][1] for i in sorted(ranked[: self.shortlist])]
+
+    def _question_vector(self, question: str) -> np.ndarray:
         if self._question is None or self._question[0] != question:
             self._question = (question, self.embed([question])[0])
             self._scores = {}
-        new = [s for s in sentences if s not in self._scores]
+        return self._question[1]
+
+    def _score(self, question: str, sentences: list[str]) -> list[float]:
+        self._question_vector(question)
+        assert self._question is not None
+        new = list(dict.fromkeys(s for s in sentences if s not in self._scores))
         if new:
             vectors = self.embed(new)
             for sentence, score in zip(new, vectors @ self._question[1], strict=True):
@@ -234,6 +309,8 @@ def answer(
     run_id: str | None = None,
     resume: bool = True,
     on_step: StepCallback | None = None,
+    on_progress: ProgressCallback | None = None,
+    embed_budget: int = EMBED_BUDGET,
 ) -> AdapterAnswer:
     """Answer ``question`` by reading the documents (all of them, or ``doc_ids`` in the
     order given) MemAgent's way, storing every memory state.
@@ -242,7 +319,9 @@ def answer(
     backend. With ``resume`` (the default) the states already stored for the run are
     reused and reading goes on after the last one (a finished run is answered from its
     stored final state without any call); ``resume=False`` deletes them and starts over.
-    ``on_step(step, steps)`` is called after each step that ran and was stored.
+    ``on_step(step, steps)`` is called after each step that ran and was stored, and
+    ``on_progress`` with the step and the tokens read so far. ``embed_budget``: the
+    extractive backend's sentences embedded per question (see the module's doc).
     """
     _check_arguments(question, chunk_tokens, memory_tokens)
     documents = document_ids(memory, doc_ids)
@@ -251,7 +330,7 @@ def answer(
         raise InputError("the memory holds no text to read")
     log = CallLog()
     reader: _Reader = (
-        _ExtractiveReader(memory.embedder.embed, memory_tokens)
+        _ExtractiveReader(memory.embedder.embed, memory_tokens, embed_budget)
         if chat is None
         else _ChatReader(chat, log, memory_tokens)
     )
@@ -262,22 +341,32 @@ def answer(
     resumed_from = done[-1].seq if done else None
     states = done[: len(pieces)]
     final = done[len(pieces)] if len(done) > len(pieces) else None
+    if final is None:
+        reader.prepare(question, pieces, len(states))
     steps = len(pieces) + 1
     current = states[-1].text if states else NO_MEMORY
+    total = sum(p.tokens for p in pieces)
+    read = sum(p.tokens for p in pieces[: len(states)])
     for number in range(len(states) + 1, len(pieces) + 1):
         piece = pieces[number - 1]
         current = reader.update(question, current, piece)
         state = _state_node(run, number, current, question, reader.backend, piece)
         memory.write_view([state])
         states.append(state)
+        read += piece.tokens
         if on_step is not None:
             on_step(number, steps)
+        if on_progress is not None:
+            detail = f"read {read:,} of {total:,} tokens"
+            on_progress(Progress(STRATEGY, "step", number, steps, detail))
     if final is None:
         reply = reader.final(question, current)
         final = _final_node(run, steps, reply, question, reader.backend)
         memory.write_view([final])
         if on_step is not None:
             on_step(steps, steps)
+        if on_progress is not None:
+            on_progress(Progress(STRATEGY, "step", steps, steps, "answered"))
     return _result(question, reader.backend, log, run, pieces, states[-1], final, resumed_from)
 
 

@@ -81,6 +81,7 @@ from cam_engine.llm.extractive import ExtractiveAnswerer, ExtractiveSummarizer
 from cam_engine.llm.parsers import parse_break_point, parse_number_list, strip_thinking
 from cam_engine.llm.prompts import load_prompt
 from cam_engine.memory import Memory
+from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import PAGE, Node, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -640,9 +641,10 @@ def lookup_sequential(
     *,
     max_pages: int = 5,
     doc_ids: Sequence[str] | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> AdapterAnswer:
     """ReadAgent-S: one page per turn (seeing the pages already read in full) until STOP
-    or ``max_pages`` turns, then answer."""
+    or ``max_pages`` turns, then answer. ``on_progress`` hears of each turn's call."""
     _check_max_pages(max_pages)
     run = _Lookup(question, load_pages(memory, doc_ids, embeddings=chat is None), chat)
     if chat is None:
@@ -652,7 +654,10 @@ def lookup_sequential(
         stop = "cap" if len(run.read) == max_pages else "margin"
         return run.answer("lookup-seq", {"max_pages": max_pages, "stop_reason": stop})
     stop = "cap"
-    for _turn in range(max_pages):
+    for turn in range(max_pages):
+        if on_progress is not None:
+            read = f"{len(run.read)} of {len(run.pages)} pages read"
+            on_progress(Progress("lookup-seq", "turn", turn + 1, max_pages, read))
         pages_read = ", ".join(map(str, run.read)) or "none"
         reply = run.complete(LOOKUP_SEQ_PROMPT, LOOKUP_MAX_TOKENS, pages_read=pages_read)
         choice = parse_page_choice(reply, count=len(run.pages))

@@ -31,6 +31,7 @@ from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundE
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
+from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
@@ -401,6 +402,7 @@ class Memory:
         chat: ChatModel | None = None,
         options: Mapping[str, Any] | None = None,
         documents: Sequence[str] | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> AskResult:
         """Answer a question from the memory (CAM Section 4.2) with any strategy of
         ``cam_engine.retrieval.strategies.STRATEGIES``.
@@ -414,6 +416,9 @@ class Memory:
         names them): only their nodes are searched and only they are evidence
         (cam_engine/retrieval/scope.py says how summaries are treated). An id the
         memory does not hold is a ``NotFoundError`` naming the ones it does.
+
+        ``on_progress`` hears of long work: MemAgent's steps, research's iterations,
+        lookup-seq's and prune-grow's turns.
         """
         spec = strategy_named(strategy)
         if not isinstance(question, str):
@@ -432,6 +437,7 @@ class Memory:
             chat=chat,
             adapter=dict(options or {}),
             documents=self._scope(documents),
+            progress=on_progress,
         )
         found = spec.run(self, question, ask_options)
         passages = context_passages(found.evidence())

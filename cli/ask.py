@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from cam_engine import Environment, Memory
@@ -14,6 +16,7 @@ from cam_engine.cli.options import (
     open_memory,
     plural,
 )
+from cam_engine.cli.progress import ProgressLines
 from cam_engine.errors import CamError
 from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, STRATEGIES
 
@@ -167,6 +170,10 @@ def ask(
         },
     }
     chat = selector = answerer = None
+    # Offline, the CAM strategies answer in a moment: only LLM turns and the adapters'
+    # reading take long enough to report.
+    progress = ProgressLines(terminal=sys.stderr.isatty())
+    on_progress = progress if spec.family == ADAPTER or llm != "extractive" else None
     if llm != "extractive":
         from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
 
@@ -186,9 +193,12 @@ def ask(
                 chat=chat,
                 options=options_by_strategy.get(strategy, {}),
                 documents=documents,
+                on_progress=on_progress,
             )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
+    finally:
+        progress.close()
     if as_json:
         echo_json(result.to_dict())
         return

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from cam_engine import Environment, Memory, Settings
+from cam_engine.cli.interrupts import exit_interrupted
 from cam_engine.cli.options import (
     chat_for,
     device_option,
@@ -319,8 +320,7 @@ def ingest(
         raise click.ClickException(str(exc)) from exc
     except KeyboardInterrupt:
         progress.close()
-        click.echo(f"\ninterrupted: {_kept(committed[0])}", err=True)
-        sys.exit(130)
+        exit_interrupted(_kept(committed[0]))
     if failed:
         sys.exit(1)
 

@@ -14,6 +14,7 @@ from cam_engine.cli.browse import browse
 from cam_engine.cli.eval import eval_command
 from cam_engine.cli.ingest import ingest
 from cam_engine.cli.inspect import show, stats
+from cam_engine.cli.interrupts import end_process_if_interrupted, exit_interrupted
 from cam_engine.cli.manage import delete, memories
 from cam_engine.cli.mcp import mcp
 from cam_engine.errors import CamError
@@ -22,13 +23,26 @@ from cam_engine.errors import CamError
 class CamGroup(click.Group):
     """Every command's engine error is one ``Error:`` line, never a traceback: a
     command that does not catch a ``CamError`` itself (a damaged store found mid-read)
-    still ends the way the errors it expects do."""
+    still ends the way the errors it expects do. Ctrl-C ends every command with one
+    ``interrupted`` line and exit status 130 (click's own handling says "Aborted!" and
+    exits 1)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CamError as exc:
             raise click.ClickException(str(exc)) from exc
+        except KeyboardInterrupt:
+            exit_interrupted()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The process's entry point (the ``cam`` script, ``python -m cam_engine.cli``);
+        click's test runner calls ``main`` instead and keeps its process."""
+        try:
+            return self.main(*args, **kwargs)
+        except SystemExit as exc:
+            end_process_if_interrupted(exc)
+            raise
 
 
 @click.group(cls=CamGroup, context_settings={"help_option_names": ["-h", "--help"]})

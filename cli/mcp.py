@@ -158,7 +158,5 @@ def mcp(
             if not _is_loopback(host):
                 click.echo(f"warning: serving {host}:{port} without authentication", err=True)
             server.run("streamable-http", host=host, port=port)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C: a normal way to stop a server started by hand
     finally:
         tools.close()

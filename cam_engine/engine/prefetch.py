@@ -51,11 +51,15 @@ def prefetched(
     Chunks for which ``skip`` is true (already in the memory) are not embedded; the
     caller embeds any new chunk that has no vector. ``skip`` runs in the worker, so it
     must not use the store (decide from a set read beforehand). Closing the iterator
-    (a break, an exception, Ctrl-C in the caller) stops the worker after its current
-    batch; it is a daemon thread, so one blocked reading stdin never holds the process.
+    (a break, an exception, Ctrl-C in the caller) stops the worker and waits for the
+    embedding it is running, if any, to end: a thread still inside torch when the
+    interpreter shuts down is killed there and takes the process down with SIGABRT
+    ("terminate called without an active exception"). The worker is a daemon thread
+    and is not otherwise waited for, so one blocked reading stdin never holds the process.
     """
     ready: queue.Queue[PreparedBatch | _Done] = queue.Queue(maxsize=1)
     stop = threading.Event()
+    embedding = threading.Lock()  # held by the worker while it embeds
 
     def hand_over(item: PreparedBatch | _Done) -> bool:
         while not stop.is_set():
@@ -72,8 +76,11 @@ def prefetched(
                 prepared = PreparedBatch(chunks, chunk_seconds)
                 wanted = [c for c in chunks if not skip(c)]
                 if wanted:
-                    start = time.perf_counter()
-                    vectors = embed([c.text for c in wanted])
+                    with embedding:
+                        if stop.is_set():  # checked under the lock: closing waits for it
+                            return
+                        start = time.perf_counter()
+                        vectors = embed([c.text for c in wanted])
                     prepared.embed_seconds = time.perf_counter() - start
                     prepared.vectors = dict(zip((c.id for c in wanted), vectors, strict=True))
                     checkpoint("embedded")  # fault injection (cam_engine/faults.py)
@@ -95,3 +102,5 @@ def prefetched(
             yield item
     finally:
         stop.set()
+        with embedding:  # the worker's embedding in progress has ended; none starts now
+            pass

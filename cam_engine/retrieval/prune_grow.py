@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cam_engine.llm.base import Candidate, Selector
+from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.retrieval.base import Retrieval, unique_text
 from cam_engine.retrieval.localize import DEPTH, hybrid
 from cam_engine.retrieval.scope import Documents, within
@@ -70,12 +71,14 @@ def prune_and_grow(
     level: int | None = None,
     grow: GrowSettings = DEFAULT_GROW,
     documents: Documents = None,
+    on_progress: ProgressCallback | None = None,
 ) -> Retrieval:
     """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
     and growth at level 0 only): the paper's "w/o hierarchy" ablation. ``documents``
     keeps it to those documents (``scope.py``): localization and lexical links search
     them only, and grown nodes outside them (a neighbour in another document) are
-    never offered."""
+    never offered. ``on_progress`` hears of each turn (one selector call: an LLM's,
+    with a chat selector)."""
     result = Retrieval("prune-grow", [])
     chunks = hybrid(store, question_text, question, 0, grow.pool_depth, documents)
     seeds = (
@@ -112,6 +115,9 @@ def prune_and_grow(
         result.usage += selection.usage
         chosen = [offered[i] for i in selection.chosen if 0 <= i < len(offered)]
         result.turns.append([n.id for n in chosen])
+        if on_progress is not None:
+            chosen_so_far = f"{len(activated) + len(chosen)} nodes chosen"
+            on_progress(Progress("prune-grow", "turn", turn + 1, max_turns, chosen_so_far))
         if not chosen:
             result.stop = "the activated set stopped growing"
             break

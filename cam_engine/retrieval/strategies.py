@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from cam_engine.errors import ConfigError
 from cam_engine.llm.base import AnswerText, ChatModel, Selector
+from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import simple
 from cam_engine.retrieval.base import Retrieval
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings, prune_and_grow
@@ -44,6 +45,7 @@ class AskOptions:
     # Only these documents' nodes are searched and returned (retrieval/scope.py);
     # None: every document. Memory.ask checks the ids.
     documents: tuple[str, ...] | None = None
+    progress: ProgressCallback | None = None  # hears of long work: steps, turns, iterations
 
     def __post_init__(self) -> None:
         if self.top_k < 1 or self.max_turns < 1:
@@ -98,6 +100,7 @@ def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval
         level=options.level,
         grow=options.grow,
         documents=options.documents,
+        on_progress=options.progress,
     )
 
 
@@ -107,10 +110,13 @@ def _adapter(name: str) -> Run:
 
         run_adapter = ASK_STRATEGIES[name]
         adapter_options = _scoped_adapter_options(name, options)
+        signature = inspect.signature(run_adapter)
         try:
-            inspect.signature(run_adapter).bind(memory, question, options.chat, **adapter_options)
+            signature.bind(memory, question, options.chat, **adapter_options)
         except TypeError as exc:
             raise ConfigError(f"strategy {name!r}: {exc}") from None
+        if options.progress is not None and "on_progress" in signature.parameters:
+            adapter_options["on_progress"] = options.progress  # lookup has no loop to report
         answer: AdapterAnswer = run_adapter(memory, question, options.chat, **adapter_options)
         evidence = _scoped_sources(
             [Node(s.id, 0, s.kind, s.text, s.document) for s in answer.sources],

@@ -46,7 +46,7 @@ def test_views_are_built_listed_and_asked(env: dict[str, str], book: Path) -> No
         extra = ["--output", "sources"] if strategy == "research" else []
         result = run(env, "ask", QUESTION, "--strategy", strategy, "--json", *extra)
         assert result.exit_code == 0, result.output
-        answer = json.loads(result.output)
+        answer = json.loads(result.stdout)  # progress lines go to stderr
         assert answer["strategy"] == strategy and answer["backend"] == "extractive"
         assert answer["llm_calls"] == 0 and "largest_context_tokens" in answer
         assert answer["evidence"], strategy  # research: only with --output sources|extracts
@@ -54,6 +54,22 @@ def test_views_are_built_listed_and_asked(env: dict[str, str], book: Path) -> No
     assert 0 < lookup["compression_rate"] < 100
     text = run(env, "ask", QUESTION, "--strategy", "lookup").output
     assert text.startswith("answer (extractive):") and "lookup:" in text
+
+
+def test_long_strategies_print_progress_lines_on_stderr(env: dict[str, str], book: Path) -> None:
+    """Without a terminal (as here) progress comes as plain lines: the first and the last
+    of each run at least."""
+    assert run(env, "ingest", str(book), "--view", "gam").exit_code == 0
+    read = run(env, "ask", QUESTION, "--strategy", "memagent", "--read-tokens", "1000")
+    steps = [line for line in read.stderr.splitlines() if line.startswith("memagent: step ")]
+    assert steps[0].startswith("memagent: step 1/") and "(read " in steps[0]
+    last = steps[-1].split()[2]  # "N/N"
+    assert last.split("/")[0] == last.split("/")[1] and "answered" in steps[-1]
+    assert "memagent: step" not in read.stdout
+    research = run(env, "ask", QUESTION, "--strategy", "research").stderr
+    assert "research: iteration 1/3 (" in research and "pages found)" in research
+    quick = run(env, "ask", QUESTION)  # prune-grow offline: nothing to report
+    assert quick.stderr == ""
 
 
 def test_a_strategy_without_its_view_says_how_to_build_it(env: dict[str, str], book: Path) -> None:

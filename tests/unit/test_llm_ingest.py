@@ -154,7 +154,7 @@ def test_ask_through_an_llm_endpoint(tmp_path: Path) -> None:
         )
         calls = len(server.requests)
     assert result.exit_code == 0, result.output
-    data = json.loads(result.output)
+    data = json.loads(result.stdout)  # progress goes to stderr
     assert data["backend"] == "openai:scripted"
     assert data["llm_calls"] == calls >= 2 and data["prompt_tokens"] > 0
     assert data["evidence"] and data["turns"][0]

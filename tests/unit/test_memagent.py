@@ -339,6 +339,39 @@ def test_an_interrupted_extractive_run_ends_as_an_uninterrupted_one(memory: Memo
     assert (resumed.answer, resumed.sources) == (fresh.answer, fresh.sources)
 
 
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_the_extractive_backend_embeds_a_shortlist_per_piece_beyond_its_budget(
+    tmp_path: Path,
+) -> None:
+    """Embedding every sentence read costs minutes on two books: past the budget only
+    each piece's shortlist (sentences with the question's words) is embedded, once."""
+    embedder = CountingEmbedder()
+    options: dict[str, Any] = {"chunk_tokens": 1000, "resume": False}
+    with Memory.open(tmp_path / "m.db", "m", embedder=embedder) as memory:
+        memory.ingest_text(story(), "story")
+        pieces = pieces_of(memory, 1000)
+        sentences = {s for p in pieces for s in split_sentences(p.text)}
+        embedder.texts.clear()
+        whole = memagent.answer(memory, QUESTION, None, **options)
+        assert sorted(embedder.texts) == sorted([QUESTION, *sentences])  # within budget
+        embedder.texts.clear()
+        short = memagent.answer(memory, QUESTION, None, embed_budget=1, **options)
+        read = embedder.texts[1:]  # after the question
+        assert len(read) == len(set(read)) <= memagent.SHORTLIST * len(pieces) < len(sentences)
+        stored = states(memory, short.details["run_id"])[:-1]
+        assert {s for n in stored for s in split_sentences(n.text)} <= set(read)
+    assert whole.answer and short.answer
+
+
 # --- arguments -----------------------------------------------------------------------------------
 def test_documents_are_read_in_the_order_given(tmp_path: Path) -> None:
     with Memory.open(tmp_path / "two.db", "two", embedder=HashingEmbedder()) as memory:

@@ -66,6 +66,31 @@ def test_a_worker_failure_is_raised_at_its_batch() -> None:
         next(stream)
 
 
+def test_closing_waits_for_the_embedding_in_progress_and_starts_no_other() -> None:
+    """A worker still inside the model when the interpreter shuts down (after Ctrl-C)
+    aborts the process, so closing the stream waits for its embedding to end."""
+    embedding, release = threading.Event(), threading.Event()
+    calls: list[Sequence[str]] = []
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        calls.append(texts)
+        if "text 2" in texts:
+            embedding.set()
+            release.wait(timeout=30)
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    stream = prefetched(batches(8), embed)
+    next(stream)
+    assert embedding.wait(timeout=10)
+    closing = threading.Thread(target=stream.close)
+    closing.start()
+    closing.join(timeout=0.5)
+    assert closing.is_alive()  # still waiting for the embedding of batch 2
+    release.set()
+    closing.join(timeout=10)
+    assert not closing.is_alive() and len(calls) == 2
+
+
 class Failing(HashingEmbedder):
     """Fails on the chunk holding paragraph 6, in the prefetch worker."""
 

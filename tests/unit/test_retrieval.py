@@ -83,9 +83,19 @@ def test_prune_and_grow_follows_neighbours_and_children(tiny_memory: GraphStore)
 def test_prune_and_grow_stops_at_max_turns(tiny_memory: GraphStore) -> None:
     walk = [{f"chunk {i}"} for i in range(6)]
     selector = ScriptedSelector(walk)
-    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=1, max_turns=3)
+    heard: list[str] = []
+    found = prune_and_grow(
+        tiny_memory,
+        "q",
+        axis(0),
+        selector,
+        top_k=1,
+        max_turns=3,
+        on_progress=lambda progress: heard.append(progress.line()),
+    )
     assert found.turns == [["c0"], ["c1"], ["c2"]]
     assert found.stop == "reached max_turns (3)"
+    assert heard == [f"prune-grow: turn {t}/3 ({t} nodes chosen)" for t in (1, 2, 3)]
 
 
 def test_without_hierarchy_no_summary_is_ever_offered(tiny_memory: GraphStore) -> None:
