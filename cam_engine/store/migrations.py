@@ -108,6 +108,11 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             continue
         conn.execute("BEGIN IMMEDIATE")
         try:
+            # Read again under the write lock: several processes opening a new store at
+            # once all saw it pending, and the one that waited must not apply it twice.
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                conn.execute("COMMIT")
+                continue
             statements = script.split(";") if isinstance(script, str) else script
             for statement in statements:
                 if statement.strip():

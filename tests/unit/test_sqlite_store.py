@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +184,28 @@ def test_a_new_store_another_connection_has_open_is_kept(tmp_path: Path) -> None
         second.save_settings({"alpha": 0.7})
     second.close()
     assert path.exists()
+
+
+def test_a_migration_another_process_applied_meanwhile_is_not_applied_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "new.db"
+
+    class Racing(sqlite3.Connection):
+        """Lets another connection migrate the store between this one's reading of the
+        applied migrations and its taking the write lock (two ingests into a new store)."""
+
+        raced = False
+
+        def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+            if sql == "BEGIN IMMEDIATE" and not Racing.raced:
+                Racing.raced = True
+                other = sqlite3.connect(path, isolation_level=None)
+                migrations.migrate(other)
+                other.close()
+            return super().execute(sql, *args)
+
+    conn = sqlite3.connect(path, isolation_level=None, factory=Racing)
+    assert migrations.migrate(conn) == []  # the other applied them all
+    assert Racing.raced
+    conn.close()
