@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -27,7 +27,7 @@ from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
-from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
+from cam_engine.llm.base import Answerer, ChatModel, Citation, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
@@ -48,6 +48,13 @@ class Evidence:
     text: str
 
 
+@dataclass(frozen=True)
+class AnswerCitation:
+    evidence: int  # index into AskResult.evidence
+    start: int  # character span in that evidence node's text
+    end: int
+
+
 @dataclass
 class AskResult:
     """An answer, the evidence it was drawn from, and how retrieval got there."""
@@ -58,12 +65,16 @@ class AskResult:
     evidence: list[Evidence]
     retrieval: Retrieval
     usage: Usage
+    # Where each quoted sentence of an extractive answer is: the index of its evidence
+    # node and the character span in that node's text.
+    answer_citations: list[AnswerCitation] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "backend": self.backend,
+            "answer_citations": [asdict(c) for c in self.answer_citations],
             "strategy": self.retrieval.strategy,
             "stop": self.retrieval.stop,
             "evidence": [asdict(e) for e in self.evidence],
@@ -420,7 +431,8 @@ class Memory:
             for nodes, _ in passages
             for n in nodes
         ]
-        return AskResult(question, reply.text, reply.backend, evidence, found, usage)
+        cited = _evidence_citations(reply.citations, [nodes for nodes, _ in passages])
+        return AskResult(question, reply.text, reply.backend, evidence, found, usage, cited)
 
     # --- what the adapters build on ---------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:
@@ -514,6 +526,24 @@ def memories_in(
         return graph.memories()
     finally:
         graph.close()
+
+
+def _evidence_citations(
+    citations: Sequence[Citation], passages: Sequence[Sequence[Node]]
+) -> list[AnswerCitation]:
+    """The answerer's (passage, span) citations as (evidence node, span in its text): a
+    passage of adjacent chunks is their texts joined by a blank line."""
+    cited = []
+    for passage, start, end in citations:
+        first = sum(len(nodes) for nodes in passages[:passage])
+        offset = 0
+        for i, node in enumerate(passages[passage]):
+            if start < offset + len(node.text):
+                local = max(start - offset, 0)
+                cited.append(AnswerCitation(first + i, local, min(end - offset, len(node.text))))
+                break
+            offset += len(node.text) + len("\n\n")
+    return cited
 
 
 def _document_order(node: Node) -> tuple[str, float, str]:
