@@ -26,6 +26,7 @@ from typing import Any
 
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
+from cam_engine.types import PAGE
 
 QUESTION_TYPES = ("who", "where", "when", "which", "what", "how many")
 # The registry strategies that run offline in seconds per question on five books
@@ -155,9 +156,11 @@ def book_paths(questions: Sequence[BookQuestion], books_dir: Path) -> list[Path]
 
 def contains_answer(text: str, answers: Sequence[str]) -> bool:
     """Whether an accepted answer occurs in ``text``, case-insensitively, as whole
-    words ("Pip" is not found in "pipe")."""
+    words ("Pip" is not found in "pipe"; Gutenberg's italics, "_Paradise Lost_", count
+    as a word's edge)."""
     return any(
-        re.search(rf"(?<!\w){re.escape(a.strip())}(?!\w)", text, re.IGNORECASE) for a in answers
+        re.search(rf"(?<![^\W_]){re.escape(a.strip())}(?![^\W_])", text, re.IGNORECASE)
+        for a in answers
     )
 
 
@@ -168,7 +171,7 @@ def build_memory(memory: Memory, paths: Sequence[Path], strategies: Sequence[str
     for view in sorted({VIEW_STRATEGIES[s] for s in strategies if s in VIEW_STRATEGIES}):
         from cam_engine.adapters.registry import VIEW_BUILDERS
 
-        if not memory.view_nodes(view):
+        if not memory.view_nodes(view, PAGE):  # both views keep pages
             VIEW_BUILDERS[view](memory, None, None)
 
 

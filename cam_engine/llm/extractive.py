@@ -265,6 +265,7 @@ def _evidence_sentences(passages: Sequence[str]) -> list[_Sentence]:
     return kept
 
 
+SUPPORT_EXPONENT = 2.0
 KIND_FLOOR = 0.3  # the share of its match a sentence without the kind of answer keeps
 _RANK_HALF = 2  # passages: the prior of the passage at this rank (from 0) is half the first's
 _FULL = 12  # words: a shorter sentence's own score is scaled by sqrt(words / _FULL)
@@ -351,7 +352,7 @@ class ExtractiveAnswerer:
 
     def __init__(
         self,
-        sentences: int = 3,
+        sentences: int = 2,
         *,
         embed: Callable[[Sequence[str]], np.ndarray] | None = None,
         lexical_weight: float = 0.3,
@@ -428,7 +429,8 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
         units, scores = self.sentence_scores(question, passages)
-        scores = scores * self._kind_weights(question, units, scores)
+        weights = self._kind_weights(question, units, scores)
+        scores = scores * weights
         place = {(u.passage, u.index): n for n, u in enumerate(units)}
         chosen: list[int] = []  # into units
         quoted: list[str] = []  # keys
@@ -465,6 +467,21 @@ class ExtractiveAnswerer:
             ):
                 with_context.append(before)
                 quoted.append(units[before].key)
+        # A sentence that matches the question but holds no answer of the kind asked
+        # for brings its neighbour that does ("... the remotest of the Orkneys" after
+        # the sentence about the work).
+        for n in chosen:
+            if weights[n] > self.kind_floor:
+                continue
+            u = units[n]
+            near = [
+                m
+                for m in (place.get((u.passage, u.index + d)) for d in (-1, 1))
+                if m is not None and weights[m] > self.kind_floor and _quotable(units[m].text)
+            ]
+            near = [m for m in near if m not in chosen and m not in with_context]
+            if near:
+                with_context.append(max(near, key=lambda m: (weights[m], -m)))
         order = sorted(chosen + with_context)
         text = " ".join(_without_debris(units[n].text) for n in order)
         citations = tuple(c for n in order if (c := _citation(units[n], passages)) is not None)
@@ -491,7 +508,8 @@ class ExtractiveAnswerer:
         support: dict[str, float] = {}
         for candidates, score in zip(found, scores, strict=True):
             for candidate, sureness in candidates.items():
-                support[candidate] = support.get(candidate, 0.0) + sureness * float(score) ** 2
+                gain = sureness * float(score) ** SUPPORT_EXPONENT
+                support[candidate] = support.get(candidate, 0.0) + gain
         top = max(support.values(), default=0.0)
         weights = np.full(len(units), self.kind_floor)
         if top <= 0:
