@@ -467,6 +467,17 @@ class ExtractiveAnswerer:
             ):
                 with_context.append(before)
                 quoted.append(units[before].key)
+        # The first line of a speech brings its speaker's name (a play's "BALTHASAR.",
+        # a transcript's "ALICE:"): who said it is often what was asked.
+        for n in chosen:
+            u = units[n]
+            label = place.get((u.passage, u.index - 1))
+            if (
+                label is not None
+                and label not in with_context
+                and _SPEAKER.match(units[label].text)
+            ):
+                with_context.append(label)
         # A sentence that matches the question but holds no answer of the kind asked
         # for brings its neighbour that does ("... the remotest of the Orkneys" after
         # the sentence about the work).
@@ -532,6 +543,9 @@ _HEADING = re.compile(
 )
 _DEBRIS = re.compile(r"\[(?:Illustration|_?Copyright)[^\]]*\]?|\[Illustration", re.IGNORECASE)
 _HEADING_WORDS = 12  # a heading glued to fewer words than this is a heading
+
+
+_SPEAKER = re.compile(r"^[A-Z][A-Z'’. -]*[A-Z][.:]$")  # "FRIAR LAWRENCE." on its own
 
 
 def _without_debris(sentence: str) -> str:
