@@ -248,6 +248,26 @@ def _names(sentence: str, vocab: Vocabulary, asked: Collection[str]) -> list[tup
     return [(i, w) for i, w in enumerate(words) if vocab.is_name(w) and fold(w) not in asked]
 
 
+NEAR = 8  # words: a name this close to a word of the question is its likeliest answer
+FAR_NAME = 0.6  # how surely a name further from the question's words answers it
+
+
+def _near_question_words(
+    sentence: str, vocab: Vocabulary, asked: Collection[str]
+) -> dict[str, float]:
+    """The sentence's names (folded), 1.0 for those within ``NEAR`` words of a
+    content word of the question ("Justine ... was executed" for "Who was executed?"),
+    ``FAR_NAME`` for the others."""
+    words = [fold(w) for w in _WORD.findall(sentence)]
+    anchors = [i for i, w in enumerate(words) if w in asked and w not in STOPWORDS and len(w) > 2]
+    found: dict[str, float] = {}
+    for i, name in _names(sentence, vocab, asked):
+        close = any(abs(i - a) <= NEAR for a in anchors)
+        key = fold(name)
+        found[key] = max(found.get(key, 0.0), 1.0 if close else FAR_NAME)
+    return found
+
+
 def _place_names(sentence: str, vocab: Vocabulary, asked: Collection[str]) -> list[str]:
     """The names of the sentence that come after a preposition of place (a few words
     after it: "to the remotest of the Orkneys")."""
@@ -281,7 +301,9 @@ def answer_candidates(
             add(names, 0.6 if _PLACE_WORDS.search(sentence) else 0.4)
             add(_place_names(sentence, vocab, asked), 1.0)
         else:
-            add(names, 1.0)
+            near = _near_question_words(sentence, vocab, asked)
+            for name, closeness in near.items():
+                add([name], closeness)
     elif kind == TIME:
         add(_new(_TIME_WEAK.findall(sentence), asked), 0.5)
         add(_new(_TIME_STRONG.findall(sentence), asked), 1.0)

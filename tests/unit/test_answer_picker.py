@@ -15,7 +15,10 @@ from cam_engine.llm.answer_types import (
     PLACE,
     THING,
     TIME,
+    answer_candidates,
     answer_kind,
+    question_words,
+    vocabulary,
 )
 from cam_engine.llm.extractive import ExtractiveAnswerer
 
@@ -134,3 +137,15 @@ def test_a_second_sentence_is_quoted_only_when_it_is_nearly_as_good() -> None:
 )
 def test_the_kind_of_answer_a_question_asks_for(question: str, kind: str) -> None:
     assert answer_kind(question) == kind
+
+
+def test_a_name_near_the_question_words_is_a_surer_answer_than_one_far_from_them() -> None:
+    question = "Who is the magistrate who treats Victor kindly?"
+    sentence = (
+        "Mr. Kirwin, the magistrate, was kind to him, and many days later, when the "
+        "winter had passed and the roads were open again, Elizabeth wrote."
+    )
+    vocab = vocabulary([sentence, "Then Kirwin and Elizabeth spoke."])
+    found = answer_candidates(sentence, PERSON, vocab, question_words(question))
+    assert found["kirwin"] > found["elizabeth"] > 0
+    assert "victor" not in found
