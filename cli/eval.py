@@ -209,6 +209,8 @@ def eval_command(
     contain an accepted answer (tests/data/book_questions.jsonl, --books-dir):
       {"id": "pg84-14", "doc": "pg84", "question": "...", "answers": ["Orkney"],
        "type": "where"}
+    Its --strategies are `cam ask --strategy` names (default: prune-grow, global,
+    traverse, hybrid, dense, bm25; lookup and research build their views once).
     """
     import tempfile
 

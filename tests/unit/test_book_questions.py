@@ -70,3 +70,53 @@ def test_a_bad_line_is_one_error_naming_it(tmp_path: Path, line: str, message: s
     path.write_text(line + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=re.escape(f"{path}:1: ") + ".*" + re.escape(message)):
         load_book_questions(path)
+
+
+def test_cam_eval_books_scores_answers_and_evidence_per_strategy(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from cam_engine.cli.main import cli
+
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "a.txt").write_text(
+        "The ship sailed from the harbour in the spring.\n\n"
+        "Captain Hardy took the ship to the remotest of the Orkneys, where the wind blew.\n\n"
+        "The crew were tired and cold after the long voyage north.\n",
+        encoding="utf-8",
+    )
+    (books / "b.txt").write_text(
+        "The garden was full of roses in June.\n\nMiss Price kept bees behind the wall.\n",
+        encoding="utf-8",
+    )
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {
+            "id": "a1",
+            "doc": "a",
+            "question": "Where did Captain Hardy take the ship?",
+            "answers": ["Orkneys"],
+            "type": "where",
+        },
+        {
+            "id": "b1",
+            "doc": "b",
+            "question": "Who kept bees behind the wall?",
+            "answers": ["Miss Price"],
+            "type": "who",
+        },
+    ]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    env = {"CAM_EMBED_MODEL": "hashing"}
+    args = ["eval", "books", str(questions), "--books-dir", str(books)]
+    result = CliRunner().invoke(cli, [*args, "--strategies", "prune-grow,bm25", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = {row["strategy"]: row for row in json.loads(result.output)["summary"]}
+    assert set(summary) == {"prune-grow", "bm25"}
+    assert summary["prune-grow"]["questions"] == 2
+    assert summary["prune-grow"]["evidence_contains"] == 2
+    assert summary["prune-grow"]["answer_contains"] == 2
+    missing = CliRunner().invoke(cli, ["eval", "books", str(questions)], env=env)
+    assert missing.exit_code != 0 and "--books-dir" in missing.output
