@@ -33,6 +33,9 @@ QUESTION_TYPES = ("who", "where", "when", "which", "what", "how many")
 # (memagent reads every chunk of the memory per question: minutes; ask for it by name).
 DEFAULT_STRATEGIES = ("prune-grow", "global", "traverse", "hybrid", "dense", "bm25")
 VIEW_STRATEGIES = {"lookup": "readagent", "lookup-seq": "readagent", "research": "gam"}
+# GAM answers with its integrated result alone by default; its evidence is then the
+# source pages, as in cam eval's gam-research.
+ADAPTER_OPTIONS: dict[str, dict[str, str]] = {"research": {"output": "sources"}}
 BATCH_SIZE = 64
 
 
@@ -187,7 +190,7 @@ def ask_books(
     for name in strategies:
         for q in questions:
             started = time.perf_counter()
-            reply = memory.ask(q.question, strategy=name)
+            reply = memory.ask(q.question, strategy=name, options=ADAPTER_OPTIONS.get(name))
             seconds = time.perf_counter() - started
             evidence = "\n\n".join(e.text for e in reply.evidence)
             results.append(
