@@ -580,12 +580,19 @@ class _Lookup:
         order = sorted(range(len(self.pages)), key=lambda i: (-float(scores[i]), i))
         return [(self.pages[i].number, float(scores[i])) for i in order]
 
+    def _passages_read_first(self) -> list[str]:
+        """The pages read, in the order they were chosen, then the other pages' gists in
+        page order: the offline answerer weighs passages by their rank, and the gist of
+        the first page (a title, a table of contents) must not outrank the pages read."""
+        by_number = {p.number: p for p in self.pages}
+        read = [by_number[n].node.text for n in self.read if n in by_number]
+        return read + [p.gist for p in self.pages if p.number not in self.read]
+
     def answer(self, strategy: str, details: dict[str, Any]) -> AdapterAnswer:
         """The answer from the gist memory with the pages read in place, and the result."""
         if self.chat is None:
             self._note_context()
-            passages = [_content(p, self.read) for p in self.pages]
-            text = ExtractiveAnswerer().answer(self.question, passages).text
+            text = ExtractiveAnswerer().answer(self.question, self._passages_read_first()).text
         else:
             text = strip_thinking(self.complete(ANSWER_PROMPT, ANSWER_MAX_TOKENS)).strip()
             if not text:

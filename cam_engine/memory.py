@@ -29,7 +29,7 @@ from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
-from cam_engine.llm.base import Answerer, ChatModel, Selector, Usage
+from cam_engine.llm.base import Answerer, ChatModel, QuotedSpan, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
 from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import Retrieval, context_passages
@@ -61,6 +61,20 @@ class Evidence:
     citation: str = "-"  # pg84.txt:12345-13020, paper.pdf:80-950 p.3, summary of ...
 
 
+@dataclass(frozen=True)
+class AnswerCitation:
+    """Where a quoted sentence of an extractive answer is."""
+
+    evidence: int  # index into AskResult.evidence
+    start: int  # character span in that evidence node's text
+    end: int
+    # A chunk's sentence in its document: text[start_char:end_char] is the sentence.
+    document: str | None = None
+    start_char: int | None = None
+    end_char: int | None = None
+    citation: str = "-"  # pg84.txt:12400-12466 (p.3 for a PDF), or the node's citation
+
+
 @dataclass
 class AskResult:
     """An answer, the evidence it was drawn from, and how retrieval got there."""
@@ -71,12 +85,16 @@ class AskResult:
     evidence: list[Evidence]
     retrieval: Retrieval
     usage: Usage
+    # Where each quoted sentence of an extractive answer is: the index of its evidence
+    # node and the character span in that node's text.
+    answer_citations: list[AnswerCitation] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "backend": self.backend,
+            "answer_citations": [asdict(c) for c in self.answer_citations],
             "strategy": self.retrieval.strategy,
             "stop": self.retrieval.stop,
             "evidence": [asdict(e) for e in self.evidence],
@@ -449,7 +467,9 @@ class Memory:
         else:
             usage = found.usage
         nodes = [n for group, _ in passages for n in group]
-        return AskResult(question, reply.text, reply.backend, self._evidence(nodes), found, usage)
+        evidence = self._evidence(nodes)
+        cited = _answer_citations(reply.citations, [group for group, _ in passages], evidence)
+        return AskResult(question, reply.text, reply.backend, evidence, found, usage, cited)
 
     def _scope(self, documents: Sequence[str] | None) -> tuple[str, ...] | None:
         """The documents a question is kept to, checked; None (no scope) for none
@@ -596,6 +616,36 @@ def _documents_like(doc_id: str, known: Sequence[str], limit: int = 10) -> str:
     if not like:
         return f"it holds {len(known)} documents (cam stats lists them)"
     return f"documents like it: {', '.join(like)} (of {len(known)}; cam stats lists them)"
+
+
+def _answer_citations(
+    spans: Sequence[QuotedSpan], passages: Sequence[Sequence[Node]], evidence: Sequence[Evidence]
+) -> list[AnswerCitation]:
+    """The answerer's (passage, span) quotes as (evidence node, span in its text) and,
+    for a chunk, the span in its document: a passage of adjacent chunks is their texts
+    joined by a blank line, and evidence lists the passages' nodes in order."""
+    cited = []
+    for passage, start, end in spans:
+        first = sum(len(nodes) for nodes in passages[:passage])
+        offset = 0
+        for i, node in enumerate(passages[passage]):
+            if start < offset + len(node.text):
+                local = max(start - offset, 0)
+                local_end = min(end - offset, len(node.text))
+                cited.append(_answer_citation(first + i, local, local_end, evidence[first + i]))
+                break
+            offset += len(node.text) + len("\n\n")
+    return cited
+
+
+def _answer_citation(index: int, start: int, end: int, where: Evidence) -> AnswerCitation:
+    if where.start_char is None:  # a summary or an adapter's page: the node is the place
+        return AnswerCitation(index, start, end, citation=where.citation)
+    # A PDF chunk's pages: the sentence is on one of them.
+    place = Citation(where.document, where.start_char + start, where.start_char + end, where.pages)
+    return AnswerCitation(
+        index, start, end, where.document, place.start_char, place.end_char, place.label()
+    )
 
 
 def _document_order(node: Node) -> tuple[str, float, str]:

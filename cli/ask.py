@@ -204,6 +204,8 @@ def ask(
         return
     found = result.retrieval
     click.echo(f"answer ({result.backend}): {result.answer or '(no sentence matched)'}")
+    if result.answer_citations:  # where the quoted sentences are
+        click.echo("quoted from: " + "; ".join(c.citation for c in result.answer_citations))
     if spec.family == ADAPTER:
         click.echo(
             f"\n{strategy}: {plural(len(result.evidence), 'source')}, "

@@ -13,7 +13,7 @@ import click
 from cam_engine.cli.options import device_option, echo_json
 from cam_engine.errors import CamError
 
-KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah")
+KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah", "books")
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
 
 
@@ -152,6 +152,11 @@ class _Ticker:
     "run with the same model are not embedded again.",
 )
 @click.option(
+    "--books-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="books only: the folder of the books the check set names (<doc>.txt).",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
 def eval_command(
@@ -172,6 +177,7 @@ def eval_command(
     embed_model: str | None,
     device: str | None,
     embed_cache: Path | None,
+    books_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Measure the evidence each strategy puts in an LLM's context, on real data.
@@ -196,6 +202,15 @@ def eval_command(
     Gold "text" must occur verbatim in its document; kind is short (exact match, F1)
     or long (ROUGE). With "scoring": "summary" the answers are reference summaries and
     gold may be empty: contexts are scored by ROUGE recall of the answers.
+
+    \b
+    KIND books asks a check set of short-answer questions on whole books, all books in
+    ONE memory, and scores each strategy's offline answer and evidence by whether they
+    contain an accepted answer (tests/data/book_questions.jsonl, --books-dir):
+      {"id": "pg84-14", "doc": "pg84", "question": "...", "answers": ["Orkney"],
+       "type": "where"}
+    Its --strategies are `cam ask --strategy` names (default: prune-grow, global,
+    traverse, hybrid, dense, bm25; lookup and research build their views once).
     """
     import tempfile
 
@@ -217,6 +232,13 @@ def eval_command(
         write_outputs,
     )
 
+    if kind == "books":
+        _eval_books(
+            path, books_dir, strategies, limit, out, embed_model, device, embed_cache, as_json
+        )
+        return
+    if books_dir is not None:
+        raise click.BadParameter("only for books", param_hint="--books-dir")
     answerer = None
     if llm is not None:
         from cam_engine.cli.options import chat_for
@@ -318,3 +340,87 @@ def eval_command(
     if answers and answerer is not None:
         click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")
         click.echo(answers)
+
+
+def _eval_books(
+    path: Path,
+    books_dir: Path | None,
+    strategies: str | None,
+    limit: int | None,
+    out: Path | None,
+    embed_model: str | None,
+    device: str | None,
+    embed_cache: Path | None,
+    as_json: bool,
+) -> None:
+    """``cam eval books``: the books of the check set in one memory (kept in --out as
+    books.db, so a rerun ingests nothing), each strategy's answers scored."""
+    import json
+    import tempfile
+
+    from cam_engine import Environment, Memory
+    from cam_engine.config import DEFAULT_EMBED_MODEL
+    from cam_engine.embed import load_embedder
+    from cam_engine.embed.caching import CachingEmbedder
+    from cam_engine.eval.books import (
+        DEFAULT_STRATEGIES,
+        BookRun,
+        ask_books,
+        book_paths,
+        build_memory,
+        load_book_questions,
+        markdown_table,
+    )
+    from cam_engine.retrieval.strategies import strategy_named
+
+    if books_dir is None:
+        raise click.BadParameter("books needs the folder of its books", param_hint="--books-dir")
+    names = strategies.split(",") if strategies else list(DEFAULT_STRATEGIES)
+    ticker = _Ticker(lambda line: click.echo(line, err=True))
+    try:
+        for name in names:
+            strategy_named(name)
+        questions = load_book_questions(path)[:limit]
+        paths = book_paths(questions, books_dir)
+        env = Environment.from_env()
+        model = embed_model or env.embed_model or DEFAULT_EMBED_MODEL
+        inner = load_embedder(
+            model,
+            device=device or env.embed_device,
+            batch_size=env.embed_batch_size,
+            environment=env,
+        )
+        embedder = CachingEmbedder(inner, embed_cache)
+        with tempfile.TemporaryDirectory(prefix="cam-eval-books-") as scratch:
+            folder = out or Path(scratch)
+            folder.mkdir(parents=True, exist_ok=True)
+            run = BookRun(names, questions)
+            started = time.perf_counter()
+            with Memory.open(folder / "books.db", "books", embedder=embedder) as memory:
+                build_memory(memory, paths, names)
+                embedder.save()  # a no-op without --embed-cache
+                run.build = {
+                    "books": [p.name for p in paths],
+                    "chunks": memory.count_chunks(),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
+                run.results = ask_books(
+                    memory,
+                    questions,
+                    names,
+                    progress=lambda done, total: ticker("ask", done, total),
+                )
+            embedder.save()
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if out is not None:
+        (out / "results.json").write_text(json.dumps(run.to_dict(), indent=1) + "\n")
+        (out / "table.md").write_text(markdown_table(run) + "\n")
+    if as_json:
+        echo_json(run.to_dict())
+        return
+    click.echo(
+        f"{len(questions)} questions on {', '.join(run.build['books'])} in one memory "
+        f"({run.build['chunks']} chunks, built or opened in {run.build['seconds']} s)"
+    )
+    click.echo(markdown_table(run))

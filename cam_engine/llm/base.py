@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 EXTRACTIVE = "extractive"
 
@@ -101,11 +101,21 @@ class Candidate:
     score: float | None = None
 
 
+class QuotedSpan(NamedTuple):
+    """Where a quoted sentence of an answer is: the passage (its index among the
+    passages the answerer was given) and the character span of its text there."""
+
+    passage: int
+    start: int
+    end: int
+
+
 @dataclass(frozen=True)
 class AnswerText:
     text: str
     backend: str
     usage: Usage
+    citations: tuple[QuotedSpan, ...] = ()  # the quoted sentences (extractive answers)
 
 
 class Answerer(Protocol):

@@ -18,10 +18,18 @@ from functools import lru_cache
 import numpy as np
 
 from cam_engine.errors import ConfigError
+from cam_engine.llm.answer_types import (
+    THING,
+    answer_candidates,
+    answer_kind,
+    question_words,
+    vocabulary,
+)
 from cam_engine.llm.base import (
     EXTRACTIVE,
     AnswerText,
     Candidate,
+    QuotedSpan,
     Selection,
     SummaryResult,
     Usage,
@@ -321,6 +329,8 @@ def _evidence_sentences(passages: Sequence[str]) -> list[_Sentence]:
     return kept
 
 
+SUPPORT_EXPONENT = 2.0
+KIND_FLOOR = 0.3  # the share of its match a sentence without the kind of answer keeps
 _RANK_HALF = 2  # passages: the prior of the passage at this rank (from 0) is half the first's
 _FULL = 12  # words: a shorter sentence's own score is scaled by sqrt(words / _FULL)
 _WINDOW = 3  # sentences read together when a sentence is scored in its place
@@ -337,6 +347,32 @@ def _windows(units: Sequence[_Sentence]) -> list[list[int]]:
         last = max(len(members) - _WINDOW, 0)
         runs.extend(members[i : i + _WINDOW] for i in range(last + 1))
     return runs
+
+
+_BM25_K1 = 1.5
+_BM25_B = 0.25  # full length normalisation favours short sentences
+
+
+def bm25_scores(query: Sequence[str], documents: Sequence[Sequence[str]]) -> np.ndarray:
+    """BM25 of each tokenized document for the query, with Lucene's idf
+    (log(1 + (N - n + 0.5) / (n + 0.5)), positive however few the documents: rank-bm25's
+    Okapi idf is 0 for a word in one of two sentences, which left a short evidence
+    without any match)."""
+    if not documents:
+        return np.zeros(0)
+    lengths = np.asarray([len(d) for d in documents], dtype=np.float64)
+    average = float(lengths.mean()) or 1.0
+    counts = [Counter(d) for d in documents]
+    scores = np.zeros(len(documents))
+    for term in set(query):
+        tf = np.asarray([c.get(term, 0) for c in counts], dtype=np.float64)
+        n = int((tf > 0).sum())
+        if n == 0:
+            continue
+        idf = math.log(1.0 + (len(documents) - n + 0.5) / (n + 0.5))
+        norm = _BM25_K1 * (1.0 - _BM25_B + _BM25_B * lengths / average)
+        scores += query.count(term) * idf * tf * (_BM25_K1 + 1.0) / (tf + norm)
+    return scores
 
 
 def _unit_scale(scores: np.ndarray) -> np.ndarray:
@@ -380,15 +416,23 @@ class ExtractiveAnswerer:
 
     def __init__(
         self,
-        sentences: int = 3,
+        sentences: int = 2,
         *,
         embed: Callable[[Sequence[str]], np.ndarray] | None = None,
         lexical_weight: float = 0.3,
         context_weight: float = 0.5,
+        kind_floor: float = KIND_FLOOR,
+        margin: float = 0.0,
+        support_power: float = 0.5,
     ) -> None:
         if not 0.0 <= lexical_weight <= 1.0:
             raise ConfigError(f"lexical_weight must be in [0, 1], got {lexical_weight}")
+        if not 0.0 <= kind_floor <= 1.0:
+            raise ConfigError(f"kind_floor must be in [0, 1], got {kind_floor}")
         self.sentences = sentences
+        self.kind_floor = kind_floor
+        self.margin = margin
+        self.support_power = support_power
         self.lexical_weight = lexical_weight
         self.context_weight = context_weight
         self._embed = embed
@@ -428,14 +472,9 @@ class ExtractiveAnswerer:
     def _match(self, question: str, query: list[str], texts: list[str]) -> np.ndarray:
         """BM25 (IDF from these texts, scaled to the best text) mixed with the cosine
         to the question."""
-        from rank_bm25 import BM25Okapi
-
         lexical = np.zeros(len(texts))
         if query:
-            tokens = [_terms(t) or ["_"] for t in texts]
-            # b = 0.25: full length normalisation favours short sentences.
-            bm25 = BM25Okapi(tokens, b=0.25)
-            lexical = _unit_scale(np.asarray(bm25.get_scores(query)))
+            lexical = _unit_scale(bm25_scores(query, [_terms(t) for t in texts]))
         if self._embed is None:
             return lexical
         vectors = self._embed([question, *texts])
@@ -454,16 +493,23 @@ class ExtractiveAnswerer:
 
     def answer(self, question: str, passages: Sequence[str]) -> AnswerText:
         units, scores = self.sentence_scores(question, passages)
+        weights = self._kind_weights(question, units, scores)
+        scores = scores * weights
         place = {(u.passage, u.index): n for n, u in enumerate(units)}
         chosen: list[int] = []  # into units
         quoted: list[str] = []  # keys
+        best = 0.0
         # Best first, ties to the earlier sentence; one inside a quoted one is skipped.
         for n in sorted(range(len(units)), key=lambda n: (-scores[n], n)):
             if len(chosen) == self.sentences or scores[n] <= 0:
                 break
-            # A heading ("Chapter 10") is no answer, however near its chapter is.
-            if _repeats(units[n].key, quoted) or not _ENDS_SENTENCE.search(units[n].text):
+            if chosen and scores[n] < self.margin * best:
+                break
+            # A heading ("Chapter 10"), a table of contents or an illustration's
+            # caption is no answer, however near its chapter is.
+            if _repeats(units[n].key, quoted) or not _quotable(units[n].text):
                 continue
+            best = best or float(scores[n])
             chosen.append(n)
             quoted.append(units[n].key)
         # A sentence that needs the one before it brings it along (when it is
@@ -481,8 +527,114 @@ class ExtractiveAnswerer:
                 and before not in chosen
                 and before not in with_context
                 and not _repeats(units[before].key, quoted)
+                and _quotable(units[before].text)
             ):
                 with_context.append(before)
                 quoted.append(units[before].key)
+        # The first line of a speech brings its speaker's name (a play's "BALTHASAR.",
+        # a transcript's "ALICE:"): who said it is often what was asked.
+        for n in chosen:
+            u = units[n]
+            label = place.get((u.passage, u.index - 1))
+            if (
+                label is not None
+                and label not in with_context
+                and _SPEAKER.match(units[label].text)
+            ):
+                with_context.append(label)
+        # A sentence that matches the question but holds no answer of the kind asked
+        # for brings its neighbour that does ("... the remotest of the Orkneys" after
+        # the sentence about the work).
+        for n in chosen:
+            if weights[n] > self.kind_floor:
+                continue
+            u = units[n]
+            near = [
+                m
+                for m in (place.get((u.passage, u.index + d)) for d in (-1, 1))
+                if m is not None and weights[m] > self.kind_floor and _quotable(units[m].text)
+            ]
+            near = [m for m in near if m not in chosen and m not in with_context]
+            if near:
+                with_context.append(max(near, key=lambda m: (weights[m], -m)))
         order = sorted(chosen + with_context)
-        return AnswerText(" ".join(units[n].text for n in order), EXTRACTIVE, Usage())
+        text = " ".join(_without_debris(units[n].text) for n in order)
+        citations = tuple(c for n in order if (c := _citation(units[n], passages)) is not None)
+        return AnswerText(text, EXTRACTIVE, Usage(), citations)
+
+    def _kind_weights(
+        self, question: str, units: Sequence[_Sentence], scores: np.ndarray
+    ) -> np.ndarray:
+        """Per sentence, how much of its match counts given the kind of answer the
+        question asks for (a name for who, a place after "in" / "to" for where, a date
+        for when, a number for how many): ``kind_floor`` of it when it holds none, all
+        of it when it holds the evidence's likeliest answer, in between for others.
+
+        An answer is likelier the more (and the better) matching sentences name it: the
+        evidence repeats the answer around the question's subject ("Professor Waldman"
+        in three sentences about the lectures), while a name in one stray sentence that
+        matches the question's words is as often a distractor."""
+        kind = answer_kind(question)
+        if kind == THING or not units:
+            return np.ones(len(units))
+        vocab = vocabulary(u.text for u in units)
+        asked = question_words(question)
+        found = [answer_candidates(u.text, kind, vocab, asked) for u in units]
+        support: dict[str, float] = {}
+        for candidates, score in zip(found, scores, strict=True):
+            for candidate, sureness in candidates.items():
+                gain = sureness * float(score) ** SUPPORT_EXPONENT
+                support[candidate] = support.get(candidate, 0.0) + gain
+        top = max(support.values(), default=0.0)
+        weights = np.full(len(units), self.kind_floor)
+        if top <= 0:
+            return weights
+        for n, candidates in enumerate(found):
+            if candidates:
+                likeliest = max(
+                    c * (support[name] / top) ** self.support_power
+                    for name, c in candidates.items()
+                )
+                weights[n] += (1.0 - self.kind_floor) * likeliest
+        return weights
+
+
+# A table of contents, a heading, a title page: many capitalized words, few others.
+_HEADING = re.compile(
+    r"^(?:chapter|book|volume|part|letter|act|scene|contents|prologue|epilogue|preface)\b"
+    r"[\s.:—-]*(?:[0-9]+|[IVXLC]+\b)",
+    re.IGNORECASE,
+)
+_DEBRIS = re.compile(r"\[(?:Illustration|_?Copyright)[^\]]*\]?|\[Illustration", re.IGNORECASE)
+_HEADING_WORDS = 12  # a heading glued to fewer words than this is a heading
+
+
+_SPEAKER = re.compile(r"^[A-Z][A-Z'’. -]*[A-Z][.:]$")  # "FRIAR LAWRENCE." on its own
+
+
+def _without_debris(sentence: str) -> str:
+    """The sentence without illustration markers ("[Illustration: ...]")."""
+    return " ".join(_DEBRIS.sub(" ", sentence).split())
+
+
+def _quotable(sentence: str) -> bool:
+    """Whether a sentence can be quoted as an answer: it ends like a sentence and is
+    not a heading, a line of a table of contents or an illustration's caption."""
+    text = _without_debris(sentence)
+    words = text.split()
+    if len(words) < 3 or not _ENDS_SENTENCE.search(text):
+        return False
+    if _HEADING.match(text) and len(words) < _HEADING_WORDS:
+        return False
+    if len(_HEADING.findall(text)) + len(re.findall(r"\bCHAPTER\b", text)) >= 2:
+        return False  # a table of contents, several headings in a row
+    capitalized = sum(1 for w in words if w[:1].isupper())
+    return capitalized / len(words) < 0.6
+
+
+def _citation(unit: _Sentence, passages: Sequence[str]) -> QuotedSpan | None:
+    """Where the sentence is in its passage (white space folded in the quote, so the
+    words are looked for with any white space between them)."""
+    pattern = r"\s+".join(re.escape(w) for w in unit.text.split())
+    found = re.search(pattern, passages[unit.passage]) if pattern else None
+    return QuotedSpan(unit.passage, found.start(), found.end()) if found else None

@@ -95,3 +95,24 @@ def test_the_top_level_covers_every_chunk(tmp_path: Path) -> None:
             views = [memory.node(i) for i in frontier]
             frontier = [c.id for v in views if v is not None for c in v.children]
         assert {c.id for c in memory.chunks()} <= reached
+
+
+def test_an_extractive_answer_cites_the_evidence_span_of_each_sentence(tmp_path: Path) -> None:
+    text = (
+        "Victor studied at the university for two years and his work went well.\n\n"
+        "He went at last to the remotest of the Orkneys to build the second creature, "
+        "on a rock whose high sides were beaten by the waves.\n\n"
+        "The weather was cold in that northern place."
+    )
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        memory.ingest_text(text, "book")
+        result = memory.ask("Where did Victor go to build the second creature?")
+    assert "Orkneys" in result.answer
+    assert result.answer_citations
+    quoted = [
+        " ".join(result.evidence[c.evidence].text[c.start : c.end].split())
+        for c in result.answer_citations
+    ]
+    assert all(q in result.answer for q in quoted)
+    assert any("Orkneys" in q for q in quoted)
+    assert result.to_dict()["answer_citations"][0].keys() == {"evidence", "start", "end"}

@@ -477,3 +477,24 @@ def test_extractive_end_to_end_on_moby_dick(memory: Memory) -> None:
     sequential = lookup_sequential(memory, question, None, max_pages=3)
     assert sequential.sources[0].id == right.id
     assert sequential.details["stop_reason"] in {"cap", "margin"}
+
+
+def test_offline_lookup_answers_from_the_pages_read_not_the_first_gist() -> None:
+    from cam_engine.adapters.readagent import GistPage, _Lookup
+    from cam_engine.types import PAGE, ViewNode
+
+    def page(number: int, text: str, gist: str) -> GistPage:
+        node = ViewNode(
+            f"p{number}", "readagent", PAGE, "book", number, text, "book", {"gist": gist}
+        )
+        return GistPage(number, node, f"Page {number}")
+
+    pages = [
+        page(1, "CONTENTS. Letter 1. Chapter 1.", "Letters written by Walton to Captain Robert."),
+        page(2, "Nothing of note.", "Nothing of note."),
+        page(3, "Walton wrote his letters to his sister, Mrs. Saville, in England.", "Letters."),
+    ]
+    run = _Lookup("To whom does Walton write his letters?", pages, None)
+    run.read = [3]
+    result = run.answer("lookup", {})
+    assert result.answer.startswith("Walton wrote his letters to his sister, Mrs. Saville")
