@@ -115,4 +115,21 @@ def test_an_extractive_answer_cites_the_evidence_span_of_each_sentence(tmp_path:
     ]
     assert all(q in result.answer for q in quoted)
     assert any("Orkneys" in q for q in quoted)
-    assert result.to_dict()["answer_citations"][0].keys() == {"evidence", "start", "end"}
+    # ... and where it is in the document: text[start_char:end_char] is the sentence.
+    orkneys = next(
+        c
+        for c in result.answer_citations
+        if "Orkneys" in result.evidence[c.evidence].text[c.start : c.end]
+    )
+    assert orkneys.document == "book" and orkneys.start_char is not None
+    assert text[orkneys.start_char : orkneys.end_char].startswith("He went at last")
+    assert orkneys.citation == f"book:{orkneys.start_char}-{orkneys.end_char}"
+    assert result.to_dict()["answer_citations"][0].keys() == {
+        "evidence",
+        "start",
+        "end",
+        "document",
+        "start_char",
+        "end_char",
+        "citation",
+    }
