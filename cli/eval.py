@@ -157,6 +157,11 @@ class _Ticker:
     help="books only: the folder of the books the check set names (<doc>.txt).",
 )
 @click.option(
+    "--scoped",
+    is_flag=True,
+    help="books only: keep each question to its own book, as `cam ask --document` does.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
 def eval_command(
@@ -178,6 +183,7 @@ def eval_command(
     device: str | None,
     embed_cache: Path | None,
     books_dir: Path | None,
+    scoped: bool,
     as_json: bool,
 ) -> None:
     """Measure the evidence each strategy puts in an LLM's context, on real data.
@@ -234,11 +240,22 @@ def eval_command(
 
     if kind == "books":
         _eval_books(
-            path, books_dir, strategies, limit, out, embed_model, device, embed_cache, as_json
+            path,
+            books_dir,
+            strategies,
+            limit,
+            out,
+            embed_model,
+            device,
+            embed_cache,
+            as_json,
+            scoped=scoped,
         )
         return
     if books_dir is not None:
         raise click.BadParameter("only for books", param_hint="--books-dir")
+    if scoped:
+        raise click.BadParameter("only for books", param_hint="--scoped")
     answerer = None
     if llm is not None:
         from cam_engine.cli.options import chat_for
@@ -352,6 +369,8 @@ def _eval_books(
     device: str | None,
     embed_cache: Path | None,
     as_json: bool,
+    *,
+    scoped: bool = False,
 ) -> None:
     """``cam eval books``: the books of the check set in one memory (kept in --out as
     books.db, so a rerun ingests nothing), each strategy's answers scored."""
@@ -403,11 +422,13 @@ def _eval_books(
                     "books": [p.name for p in paths],
                     "chunks": memory.count_chunks(),
                     "seconds": round(time.perf_counter() - started, 1),
+                    "scoped": scoped,
                 }
                 run.results = ask_books(
                     memory,
                     questions,
                     names,
+                    scoped=scoped,
                     progress=lambda done, total: ticker("ask", done, total),
                 )
             embedder.save()
@@ -422,5 +443,6 @@ def _eval_books(
     click.echo(
         f"{len(questions)} questions on {', '.join(run.build['books'])} in one memory "
         f"({run.build['chunks']} chunks, built or opened in {run.build['seconds']} s)"
+        + (", each question kept to its book" if scoped else "")
     )
     click.echo(markdown_table(run))

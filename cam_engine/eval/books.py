@@ -157,6 +157,11 @@ def book_paths(questions: Sequence[BookQuestion], books_dir: Path) -> list[Path]
     return paths
 
 
+def book_document(question: BookQuestion) -> str:
+    """The document id of the question's book in the memory (its file name)."""
+    return f"{question.doc}.txt"
+
+
 def contains_answer(text: str, answers: Sequence[str]) -> bool:
     """Whether an accepted answer occurs in ``text``, case-insensitively, as whole
     words ("Pip" is not found in "pipe"; Gutenberg's italics, "_Paradise Lost_", count
@@ -183,14 +188,22 @@ def ask_books(
     questions: Sequence[BookQuestion],
     strategies: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    *,
+    scoped: bool = False,
 ) -> list[BookResult]:
-    """Each question of each strategy, asked of ``memory`` with the offline answerers."""
+    """Each question of each strategy, asked of ``memory`` with the offline answerers;
+    ``scoped``: each kept to its own book (``documents=``, as ``cam ask --document``)."""
     results = []
     total = len(questions) * len(strategies)
     for name in strategies:
         for q in questions:
             started = time.perf_counter()
-            reply = memory.ask(q.question, strategy=name, options=ADAPTER_OPTIONS.get(name))
+            reply = memory.ask(
+                q.question,
+                strategy=name,
+                options=ADAPTER_OPTIONS.get(name),
+                documents=[book_document(q)] if scoped else None,
+            )
             seconds = time.perf_counter() - started
             evidence = "\n\n".join(e.text for e in reply.evidence)
             results.append(

@@ -463,14 +463,17 @@ class SqliteStore:
         return [self._node(r, embeddings) for r in rows]
 
     def roots_within(self, documents: Sequence[str], *, embeddings: bool = False) -> list[Node]:
+        # The members of the scope's summaries are found once (not per node, as a
+        # correlated NOT EXISTS was: 5 s on a book of 1,600 chunks).
         rows = self._q(
             f"SELECT {self._node_columns(embeddings)} FROM nodes n WHERE memory = ? "
-            f"AND doc_id IN {_IDS} AND NOT EXISTS (SELECT 1 FROM members m JOIN nodes p "
-            "ON p.memory = m.memory AND p.id = m.summary_id WHERE m.memory = n.memory "
-            f"AND m.member_id = n.id AND p.doc_id IN {_IDS}) "
+            f"AND doc_id IN {_IDS} AND id NOT IN (SELECT m.member_id FROM members m "
+            "JOIN nodes p ON p.memory = m.memory AND p.id = m.summary_id WHERE m.memory = ? "
+            f"AND p.doc_id IN {_IDS}) "
             "ORDER BY level, doc_id, position, id",
             self._memory,
             _ids(documents),
+            self._memory,
             _ids(documents),
         )
         return [self._node(r, embeddings) for r in rows]
