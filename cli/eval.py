@@ -6,12 +6,15 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cam_engine.cli.options import device_option, echo_json
 from cam_engine.errors import CamError
+
+if TYPE_CHECKING:
+    from cam_engine.embed.caching import CachingEmbedder
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah", "books")
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
@@ -221,9 +224,6 @@ def eval_command(
     import tempfile
 
     from cam_engine import Environment
-    from cam_engine.config import DEFAULT_EMBED_MODEL
-    from cam_engine.embed import load_embedder
-    from cam_engine.embed.caching import CachingEmbedder
     from cam_engine.eval.contexts import strategy_names
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
@@ -296,15 +296,7 @@ def eval_command(
         pooled = list(scope_of(evalset)) == ["pool"]
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
-        env = Environment.from_env()
-        model = embed_model or env.embed_model or DEFAULT_EMBED_MODEL
-        inner = load_embedder(
-            model,
-            device=device or env.embed_device,
-            batch_size=env.embed_batch_size,
-            environment=env,
-        )
-        embedder = CachingEmbedder(inner, embed_cache)
+        embedder = _caching_embedder(embed_model, device, embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-") as scratch:
             run = run_eval(
                 evalset,
@@ -377,10 +369,7 @@ def _eval_books(
     import json
     import tempfile
 
-    from cam_engine import Environment, Memory
-    from cam_engine.config import DEFAULT_EMBED_MODEL
-    from cam_engine.embed import load_embedder
-    from cam_engine.embed.caching import CachingEmbedder
+    from cam_engine import Memory
     from cam_engine.eval.books import (
         DEFAULT_STRATEGIES,
         BookRun,
@@ -401,15 +390,7 @@ def _eval_books(
             strategy_named(name)
         questions = load_book_questions(path)[:limit]
         paths = book_paths(questions, books_dir)
-        env = Environment.from_env()
-        model = embed_model or env.embed_model or DEFAULT_EMBED_MODEL
-        inner = load_embedder(
-            model,
-            device=device or env.embed_device,
-            batch_size=env.embed_batch_size,
-            environment=env,
-        )
-        embedder = CachingEmbedder(inner, embed_cache)
+        embedder = _caching_embedder(embed_model, device, embed_cache)
         with tempfile.TemporaryDirectory(prefix="cam-eval-books-") as scratch:
             folder = out or Path(scratch)
             folder.mkdir(parents=True, exist_ok=True)
@@ -446,3 +427,23 @@ def _eval_books(
         + (", each question kept to its book" if scoped else "")
     )
     click.echo(markdown_table(run))
+
+
+def _caching_embedder(
+    embed_model: str | None, device: str | None, embed_cache: Path | None
+) -> CachingEmbedder:
+    """The embedder an evaluation runs with (--embed-model, else $CAM_EMBED_MODEL, else
+    the default), its vectors kept by text in --embed-cache between runs."""
+    from cam_engine import Environment
+    from cam_engine.config import DEFAULT_EMBED_MODEL
+    from cam_engine.embed import load_embedder
+    from cam_engine.embed.caching import CachingEmbedder
+
+    env = Environment.from_env()
+    inner = load_embedder(
+        embed_model or env.embed_model or DEFAULT_EMBED_MODEL,
+        device=device or env.embed_device,
+        batch_size=env.embed_batch_size,
+        environment=env,
+    )
+    return CachingEmbedder(inner, embed_cache)
