@@ -599,14 +599,7 @@ class ExtractiveAnswerer:
         return weights
 
 
-# A table of contents, a heading, a title page: many capitalized words, few others.
-_HEADING = re.compile(
-    r"^(?:chapter|book|volume|part|letter|act|scene|contents|prologue|epilogue|preface)\b"
-    r"[\s.:—-]*(?:[0-9]+|[IVXLC]+\b)",
-    re.IGNORECASE,
-)
 _DEBRIS = re.compile(r"\[(?:Illustration|_?Copyright)[^\]]*\]?|\[Illustration", re.IGNORECASE)
-_HEADING_WORDS = 12  # a heading glued to fewer words than this is a heading
 
 
 _SPEAKER = re.compile(r"^[A-Z][A-Z'’. -]*[A-Z][.:]$")  # "FRIAR LAWRENCE." on its own
@@ -624,10 +617,9 @@ def _quotable(sentence: str) -> bool:
     words = text.split()
     if len(words) < 3 or not _ENDS_SENTENCE.search(text):
         return False
-    if _HEADING.match(text) and len(words) < _HEADING_WORDS:
-        return False
-    if len(_HEADING.findall(text)) + len(re.findall(r"\bCHAPTER\b", text)) >= 2:
-        return False  # a table of contents, several headings in a row
+    if _is_layout(text):
+        return False  # a heading, a line of a table of contents, several in a row
+    # A title page: many capitalized words, few others.
     capitalized = sum(1 for w in words if w[:1].isupper())
     return capitalized / len(words) < 0.6
 

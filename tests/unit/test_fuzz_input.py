@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cam_engine.chunking import chunk_document
@@ -160,9 +160,10 @@ def check_outcome(db: Path, before: str, outcome: Outcome, doc_id: str, words: l
 
 
 def decoded(data: bytes) -> str | None:
-    """What a strict UTF-8 reader makes of the bytes; None for no text."""
+    """What a strict UTF-8 reader of stdin makes of the bytes (a leading byte order
+    mark dropped); None for no text."""
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         return None
     return None if "\x00" in text else text
@@ -173,6 +174,8 @@ def decoded(data: bytes) -> str | None:
 
 @FUZZ
 @given(data=raw)
+@example(data=b"\xef\xbb\xbf \n")  # a byte order mark and blanks: no text
+@example(data=b"\xef\xbb\xbfword")  # ... before a word: the word alone is stored
 def test_stdin_takes_any_bytes_or_refuses_them_in_one_line(seeded: Path, data: bytes) -> None:
     with store_copy(seeded) as db:
         before = dump(db)
