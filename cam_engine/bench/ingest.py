@@ -24,7 +24,7 @@ Figures (one JSON object):
 - cross_memory_locality (with ``--cross-memory``): median non-embedding seconds per
   batch of Frankenstein ingested into a memory already holding the other four shared
   books and the essays, over the same for Frankenstein into an empty memory: whether a
-  batch's cost grows with the size of the memory (issue 14's target: <= 1.3).
+  batch's cost grows with the size of the memory (the target: <= 1.3).
 - cached_vectors: with ``--cached-vectors FILE`` the chunk and summary vectors are read
   from and saved to FILE; "used" when the timed run embedded nothing (the figures are
   then the engine alone), "filled" when it had to embed (run again).
