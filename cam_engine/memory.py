@@ -353,12 +353,21 @@ class Memory:
         """Ingest many (document id, text) pairs, their chunks packed into shared batches.
 
         For collections of short documents (pooled QA paragraphs, notes): one batch per
-        document would run the whole hierarchy update once per paragraph. Documents
-        already in the memory are skipped chunk by chunk, as in ``ingest``.
+        document would run the whole hierarchy update once per paragraph. A document
+        the memory holds is updated to the text given, as in ``ingest``.
         """
         return self._pipeline().ingest_documents(
             documents, batch_size=batch_size, on_batch=on_batch
         )
+
+    def delete_document(self, doc_id: str) -> BatchReport:
+        """Delete one document, in one transaction: its chunks with their edges,
+        replicas and memberships, its record, and the adapter views of it (pages,
+        memos). Only the clusters that lose members are re-clustered and summarized
+        again, level by level; a cluster left with one member is dissolved. A document
+        the memory does not hold is a ``NotFoundError``. Returns what the batch did
+        (``chunks_removed``, summaries written and removed per level)."""
+        return self._pipeline().delete_document(doc_id)
 
     def rebuild(self, on_batch: BatchCallback | None = None) -> BatchReport:
         """Rebuild every level from the stored chunks in one pass (the offline mode).

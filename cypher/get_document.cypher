@@ -1,4 +1,5 @@
 // params: $memory, $id
 MATCH (d:Document {memory: $memory, id: $id})
 RETURN d.id AS id, d.source AS source, d.sha256 AS sha256, d.chunks AS chunks, d.total AS total,
-       d.text_sha256 AS text_sha256
+       d.text_sha256 AS text_sha256,
+       coalesce(d.version, 1) AS version, d.updated_at AS updated_at

@@ -12,6 +12,13 @@ WITH n, row
 MATCH (d:Document {memory: $memory, id: row.doc_id})
 MERGE (d)-[:HAS_CHUNK]->(n)
 WITH n, row
+// A chunk written again may have moved (an updated document): its reading-order
+// links are made again from the positions as they are now.
+CALL (n) {
+  MATCH (n)-[old:NEXT]-()
+  DELETE old
+}
+WITH n, row
 OPTIONAL MATCH (prev:Chunk {memory: $memory, doc_id: row.doc_id, position: row.position - 1})
 FOREACH (p IN CASE WHEN prev IS NULL THEN [] ELSE [prev] END | MERGE (p)-[:NEXT]->(n))
 WITH n, row

@@ -15,6 +15,9 @@ from cam_engine.store.structure import GraphStructure
 def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
     stats = store.stats()
     levels = [row["level"] for row in stats["levels"]]
+    if not levels:  # an empty memory (every document deleted) holds nothing at all
+        assert stats["documents"] == 0 and stats["roots"] == 0
+        return
     top = max(levels, default=0)
     # Levels made of covering nodes (groups of roots) sit above the clustered ones.
     covering = [lv for lv in levels if all(n.props.get(COVER) for n in store.nodes_at_level(lv))]

@@ -21,7 +21,7 @@ what it writes reaches the store at the end of the batch, in one transaction.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,12 +29,12 @@ import numpy as np
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
-from cam_engine.engine.summaries import SummaryWriter, summary_id
+from cam_engine.engine.summaries import SummaryWriter, label_of, summary_id
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.ego_split import resplit
 from cam_engine.graph.hierarchy import absorb_singletons
 from cam_engine.graph.propagation import propagate
-from cam_engine.graph.similarity import Located, expand, window_radius
+from cam_engine.graph.similarity import Located, composite, expand, window_radius
 from cam_engine.graph.split import split_cluster
 from cam_engine.llm.base import Summarizer
 from cam_engine.store.batch import BatchStore
@@ -59,9 +59,15 @@ class LevelChange:
     changed_edges: set[EdgeKey] = field(default_factory=set)  # appeared or vanished
     reweighted: set[EdgeKey] = field(default_factory=set)  # same edge, new weight
     removed_replicas: list[Replica] = field(default_factory=list)  # of removed nodes
+    # Summaries of the next level to write again though their members may be the same:
+    # a member of theirs was removed, or was written again because one of its was.
+    # Text of a removed chunk must not live on in a summary above it.
+    stale: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed_edges or self.reweighted)
+        return bool(
+            self.added or self.removed or self.changed_edges or self.reweighted or self.stale
+        )
 
 
 class ReplicaGraph:
@@ -122,23 +128,103 @@ class MemoryBuilder:
         ``stored``: the chunks are in the store already (a rebuild), so the vector
         search must look past them.
         """
-        validate_chunk_nodes(chunks)
-        with self.clock.phase("edges"):
-            # Candidates first, while the store holds only older chunks: a top-k then
-            # needs no room for the batch's own chunks.
-            pool = self._candidates(chunks, stored=stored)
-            if not stored:
-                self.store.upsert_nodes(chunks)
-            edges = self._expand(chunks, pool)
-            self.store.upsert_edges(edges)
-        report.edges_added = len(edges)
+        self.revise(chunks, report, stored=stored)
+
+    def revise(
+        self,
+        added: Sequence[Node],
+        report: BatchReport,
+        *,
+        removed: Collection[str] = (),
+        moved: Sequence[Node] = (),
+        stored: bool = False,
+    ) -> None:
+        """Change level 0, then develop every level from what changed.
+
+        ``removed`` chunks go with their edges, replicas and memberships; ``moved``
+        chunks (kept by an updated document, at a new position) are written again and
+        the proximity part of their edges follows their new distance; ``added`` chunks
+        are linked in as ``assimilate`` does. Each level then re-splits, re-propagates
+        and re-summarizes only the clusters these changes reach: a cluster that lost
+        members is summarized again, one left with a single member is dissolved.
+        """
+        validate_chunk_nodes(added)
+        validate_chunk_nodes(moved)
+        store = self.store
         with self.clock.phase("summaries"):
+            # Taken before any removal: a covering node is then kept only when its
+            # members are all still there (``SummaryWriter.take_cover``).
             cover = self.writer.take_cover()
-        change = LevelChange(0, added={c.id for c in chunks}, changed_edges={e.key for e in edges})
+        change = LevelChange(0, added={c.id for c in added})
+        with self.clock.phase("edges"):
+            gone = sorted(store.existing_ids(removed))
+            if gone:
+                change.removed = set(gone)
+                change.stale = {p for ps in store.parents_of(gone).values() for p in ps}
+                change.changed_edges |= {e.key for e in store.edges_of(gone)}
+                change.removed_replicas += [
+                    r for rs in store.replicas_of(gone).values() for r in rs
+                ]
+                store.delete_nodes(gone)
+            if moved:
+                store.upsert_nodes(moved)
+                vanished, reweighted = self._rescore_moved(moved)
+                change.changed_edges |= vanished
+                change.reweighted |= reweighted
+            if added:
+                # Candidates first, while the store holds only older chunks: a top-k
+                # then needs no room for the batch's own chunks.
+                pool = self._candidates(added, stored=stored)
+                if not stored:
+                    store.upsert_nodes(added)
+                edges = self._expand(added, pool)
+                store.upsert_edges(edges)
+                report.edges_added = len(edges)
+                change.changed_edges |= {e.key for e in edges}
+        change.reweighted -= change.changed_edges
+        if store.count_nodes(0) == 0:
+            # The last chunk went: nothing is left to summarize.
+            self._drop_levels_above(0)
+            return
         while change:
             change = self._update_level(change, report)
         with self.clock.phase("summaries"):
             self.writer.build_cover(cover, report)
+
+    def _rescore_moved(self, moved: Sequence[Node]) -> tuple[set[EdgeKey], set[EdgeKey]]:
+        """Score again the edges of chunks that moved, with their new distance.
+
+        The cosine part stays; the proximity part follows the new positions (a chunk
+        inserted or removed between two chunks moves them apart or together). An edge
+        whose score falls below theta goes. Returns (edges gone, edges re-weighted).
+        """
+        s, store = self.settings, self.store
+        moved_ids = {n.id for n in moved}
+        pairs = {tuple(sorted((a, b))) for a in moved_ids for b in store.neighbours([a])[a]}
+        ends = sorted({x for pair in pairs for x in pair})
+        nodes = store.get_nodes(ends, embeddings=True)
+        vanished: set[EdgeKey] = set()
+        reweighted: list[Edge] = []
+        for a, b in sorted(pairs):
+            x, y = nodes.get(a), nodes.get(b)
+            if x is None or y is None or x.level != 0 or y.level != 0:
+                continue
+            assert x.embedding is not None and y.embedding is not None
+            cosine = float(np.dot(x.embedding, y.embedding))
+            same = x.doc_id == y.doc_id and x.position is not None and y.position is not None
+            delta = float((x.position or 0.0) - (y.position or 0.0)) if same else 0.0
+            score, prox = composite(
+                np.array([cosine]), np.array([delta]), np.array([same]), s.alpha, s.sigma
+            )
+            if score[0] < s.theta:
+                vanished.add((a, b))
+            elif abs(float(score[0]) - store.neighbours([a])[a][b]) > _WEIGHT_EPSILON:
+                reweighted.append(
+                    Edge.make(a, b, 0, float(score[0]), cosine=cosine, proximity=float(prox[0]))
+                )
+        store.delete_edges(sorted(vanished))
+        store.upsert_edges(reweighted)
+        return vanished, {e.key for e in reweighted}
 
     def _candidates(self, chunks: Sequence[Node], *, stored: bool) -> list[Node]:
         """Older chunks worth scoring against the new ones: each new chunk's vector
@@ -189,6 +275,7 @@ class MemoryBuilder:
             store.delete_replicas([r.id for r in diff.removed])
             store.upsert_replicas(added + diff.changed)
             touched = {r.label for r in gone + diff.removed + diff.changed + added}
+            touched |= {label_of(sid) for sid in change.stale}
             lrep.replicas_touched = len(gone) + len(diff.removed) + len(diff.changed) + len(added)
 
         with self.clock.phase("propagation"):
@@ -405,7 +492,9 @@ class MemoryBuilder:
         # Only a cluster whose membership changed is re-summarized (an LLM call each);
         # a summary's text is not refreshed when a member's text changes.
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
-        write = sorted(sid for sid, ms in members.items() if stored.get(sid) != ms)
+        write = sorted(
+            sid for sid, ms in members.items() if stored.get(sid) != ms or sid in change.stale
+        )
 
         self._remove(vanished, up)
         if write:
@@ -416,6 +505,9 @@ class MemoryBuilder:
             self._remove([sid for sid in declined if sid in existing], up)
             vanished += declined
             write = [sid for sid in write if sid in written]
+        # A summary written again for a removal makes its own parents stale in turn.
+        rewritten = [sid for sid in write if sid in change.stale]
+        up.stale |= {p for ps in store.parents_of(rewritten).values() for p in ps}
         up.added = {sid for sid in write if sid not in existing}
         lrep.clusters_changed = len(write) + len(vanished)
         lrep.summaries_written = len(write)
@@ -436,6 +528,7 @@ class MemoryBuilder:
         if summaries:
             store = self.store
             up.changed_edges |= {e.key for e in store.edges_of(summaries)}
+            up.stale |= {p for ps in store.parents_of(summaries).values() for p in ps}
             up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
             store.delete_nodes(summaries)
             up.removed.update(summaries)

@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,8 +25,9 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
+from cam_engine.engine.revision import Revision, plan_revision
 from cam_engine.engine.timing import PhaseClock
-from cam_engine.errors import InputError
+from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
 from cam_engine.llm import Summarizer
 from cam_engine.sources import (
@@ -124,9 +126,7 @@ class IngestPipeline:
         chunks = chunk_document(document, text, self.settings.chunk_tokens)
         record = _text_record(document, text, len(chunks))
         self._warn_of_twins(record, "the text given")
-        self._ingest_chunks(
-            record, iter(chunks), len(chunks), batch_size, report, on_batch, known=chunks
-        )
+        self._revise({document: (record, chunks)}, batch_size, report, on_batch)
         return report
 
     def ingest_documents(
@@ -144,8 +144,7 @@ class IngestPipeline:
         """
         check_batch_size(batch_size)
         self._prepare_store()
-        records: dict[str, DocumentRecord] = {}
-        pieces: list[Chunk] = []
+        new: dict[str, tuple[DocumentRecord, list[Chunk]]] = {}
         # Chunked up front: an empty document is refused before anything is written,
         # and the chunks already stored are known before any is embedded.
         for doc_id, raw in documents:
@@ -153,14 +152,9 @@ class IngestPipeline:
             if not text.strip():
                 raise InputError(f"document {doc_id!r} is empty")
             chunks = chunk_document(doc_id, text, self.settings.chunk_tokens)
-            records[doc_id] = _text_record(doc_id, text, len(chunks))
-            pieces.extend(chunks)
+            new[doc_id] = (_text_record(doc_id, text, len(chunks)), chunks)
         report = IngestReport()
-        for number, batch in enumerate(self._prepared(iter(pieces), batch_size, pieces)):
-            result = self._add_batch(records, batch, number)
-            report.batches.append(result)
-            if on_batch is not None:
-                on_batch(result)
+        self._revise(new, batch_size, report, on_batch)
         return report
 
     def _prepare_store(self) -> None:
@@ -179,19 +173,23 @@ class IngestPipeline:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            lines = _non_empty_stream(stdin or _stdin(encoding), encoding, self.options)
+            hashed = _HashedLines(
+                _non_empty_stream(stdin or _stdin(encoding), encoding, self.options)
+            )
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
-            chunks = chunk_stream(source.doc_id, lines, budget)
-            self._ingest_chunks(record, chunks, None, batch_size, report, on_batch)
+            chunks = chunk_stream(source.doc_id, hashed, budget)
+            self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
             return
         document = load_document(source.path, encoding=encoding, options=self.options)
         text, sha = document.text, document.sha256
         known = self.store.get_document(source.doc_id)
-        if known is not None and known.sha256 not in (None, sha):
-            raise InputError(
-                f"{source.label}: memory {self.store.memory!r} already holds a different "
-                f"document named {source.doc_id!r}; pass {self.options.name('document')} "
-                "to give this one another name"
+        if known is not None and known.sha256 != sha and known.source != str(source.path):
+            logger.warning(
+                "%s replaces document %r of memory %r, which was read from %s",
+                source.label,
+                source.doc_id,
+                self.store.memory,
+                known.source,
             )
         pieces = _placed(chunk_document(source.doc_id, text, budget), document)
         record = DocumentRecord(
@@ -199,9 +197,7 @@ class IngestPipeline:
         )
         if known is None:
             self._warn_of_twins(record, source.label)
-        self._ingest_chunks(
-            record, iter(pieces), len(pieces), batch_size, report, on_batch, known=pieces
-        )
+        self._revise({source.doc_id: (record, pieces)}, batch_size, report, on_batch)
 
     def _warn_of_twins(self, record: DocumentRecord, label: str) -> None:
         """Log a warning when another document of the memory has the same text (the
@@ -221,66 +217,179 @@ class IngestPipeline:
                 record.id,
             )
 
-    def _ingest_chunks(
+    # --- documents whose chunks are known up front ------------------------------------
+    def _revise(
         self,
-        record: DocumentRecord,
-        chunks: Iterator[Chunk],
-        total: int | None,
+        new: dict[str, tuple[DocumentRecord, list[Chunk]]],
         batch_size: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
-        known: Sequence[Chunk] | None = None,
     ) -> None:
-        done = 0
-        for number, batch in enumerate(self._prepared(chunks, batch_size, known)):
+        """Bring each document of ``new`` to its new chunks (``engine.revision``).
+
+        The first batch removes what went and moves what stayed, with the first of
+        the added chunks; the rest of them follow in batches, each embedded while the
+        one before it is written. A document already as stored costs no batch.
+        """
+        records = {doc_id: record for doc_id, (record, _) in new.items()}
+        plans = self._plan(new)
+        kept = sum(len(p.kept) for p in plans.values())
+        if not any(p.changed for p in plans.values()):
+            nothing = BatchReport(_one(list(new)), 0, summarizer=self.summarizer.backend)
+            nothing.chunks_skipped = nothing.chunks_kept = kept
+            nothing.chunks_done = nothing.chunks_total = kept
+            report.batches.append(nothing)
+            if on_batch is not None:
+                on_batch(nothing)
+            self._refresh_records(records, plans)
+            return
+        added = [c for p in plans.values() for c in p.added]
+        total = sum(len(chunks) for _, chunks in new.values())
+        prepared = prefetched(_batches(iter(added), batch_size), self.embedder.embed)
+        done = kept
+        first: PreparedBatch | None = next(prepared, None) or PreparedBatch([], 0.0)
+        number = 0
+        while first is not None:
+            batch = first
+            result = self._add_batch(records, batch, number, plans=plans if number == 0 else None)
+            if number == 0:
+                result.chunks_kept = kept
             done += len(batch.chunks)
-            result = self._add_batch({record.id: record}, batch, number)
             result.chunks_done, result.chunks_total = done, total
+            report.batches.append(result)
+            if on_batch is not None:
+                on_batch(result)
+            first = next(prepared, None)
+            number += 1
+
+    def _plan(self, new: dict[str, tuple[DocumentRecord, list[Chunk]]]) -> dict[str, Revision]:
+        """The revision of each document against what the memory holds now."""
+        with self.writer.batch(PhaseClock()) as store:  # writes nothing: a read
+            return _plans(store, {doc_id: chunks for doc_id, (_, chunks) in new.items()})
+
+    def _refresh_records(
+        self, records: dict[str, DocumentRecord], plans: dict[str, Revision]
+    ) -> None:
+        """Write the record of a document whose chunks are as stored but whose record
+        differs (the same text from another file, or a record older than its fields)."""
+        with self.writer.batch(PhaseClock()) as store:
+            for doc_id, record in records.items():
+                known = store.get_document(doc_id)
+                fresh = _next_record(known, record, len(plans[doc_id].kept), changed=False)
+                if known != fresh:
+                    store.upsert_document(fresh)
+
+    # --- a stream (stdin): chunks arrive one batch at a time --------------------------
+    def _ingest_stream(
+        self,
+        record: DocumentRecord,
+        chunks: Iterator[Chunk],
+        hashed: _HashedLines,
+        batch_size: int,
+        report: IngestReport,
+        on_batch: BatchCallback | None,
+    ) -> None:
+        """Ingest a document that arrives as a stream, position by position: a chunk
+        whose text is the one stored at its position stays; any other replaces it; the
+        stored chunks past the stream's end go at the end. A log that only grew costs
+        its new chunks (and the last old one, when the new text joined it)."""
+        with self.writer.batch(PhaseClock()) as store:
+            stored = {info.position: info.id for info in store.chunks_of(record.id)}
+        same = {(int(p), i) for p, i in stored.items() if p is not None}
+        prepared = prefetched(
+            _batches(chunks, batch_size),
+            self.embedder.embed,
+            skip=lambda c: (c.position, c.id) in same,
+        )
+        records = {record.id: record}
+        done = 0
+        for number, batch in enumerate(prepared):
+            done += len(batch.chunks)
+            result = self._add_batch(records, batch, number, stream=True)
+            result.chunks_done = done
             report.batches.append(result)
             if on_batch is not None:
                 on_batch(result)
         if done == 0:
             raise InputError(f"{record.source}: no text to ingest")
+        final = replace(record, sha256=hashed.sha256(), total=done)
+        self._end_stream(final, done, report, on_batch)
 
-    def _prepared(
-        self, chunks: Iterator[Chunk], batch_size: int, known: Sequence[Chunk] | None
-    ) -> Iterator[PreparedBatch]:
-        """Batches of ``chunks``, each chunked and embedded while the one before it is
-        being written (engine/prefetch.py). With the chunks ``known`` up front, those
-        already stored are not embedded (re-ingesting a document costs no embedding)."""
-        stored = self.store.existing_ids(c.id for c in known) if known is not None else set()
-        return prefetched(
-            _batches(chunks, batch_size), self.embedder.embed, skip=lambda c: c.id in stored
-        )
+    def _end_stream(
+        self,
+        record: DocumentRecord,
+        count: int,
+        report: IngestReport,
+        on_batch: BatchCallback | None,
+    ) -> None:
+        """The stream's last transaction: stored chunks past its end go, and the record
+        gets the whole text's hash."""
+        clock = PhaseClock()
+        result = BatchReport(record.id, len(report.batches), summarizer=self.summarizer.backend)
+        with self.writer.batch(clock) as store:
+            beyond = [i.id for i in store.chunks_of(record.id) if (i.position or 0) >= count]
+            known = store.get_document(record.id)
+            changed = bool(beyond) or any(
+                b.chunks_added or b.chunks_removed for b in report.batches
+            )
+            fresh = _next_record(known, record, count, changed=changed)
+            if beyond:
+                self._builder(store, clock).revise([], result, removed=beyond)
+                result.chunks_removed = len(beyond)
+            if known != fresh:
+                store.upsert_document(fresh)
+        if beyond:
+            result.seconds, result.store_calls = dict(clock.seconds), clock.store_calls
+            result.chunks_done = result.chunks_total = count
+            report.batches.append(result)
+            if on_batch is not None:
+                on_batch(result)
 
+    # --- one batch ---------------------------------------------------------------------
     def _add_batch(
-        self, records: dict[str, DocumentRecord], prepared: PreparedBatch, number: int
+        self,
+        records: dict[str, DocumentRecord],
+        prepared: PreparedBatch,
+        number: int,
+        *,
+        plans: dict[str, Revision] | None = None,
+        stream: bool = False,
     ) -> BatchReport:
-        """One batch (chunks of one document, or of several short ones) in one transaction."""
+        """One batch in one transaction: chunks of one document or of several short
+        ones, and with ``plans`` (the first batch of a revision) the removals and moves
+        of every document revised. ``stream``: each chunk replaces the one stored at
+        its position unless it is that very chunk."""
         batch = prepared.chunks
         clock = PhaseClock()
         clock.seconds["chunk"] = prepared.chunk_seconds
         clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
-        docs = list(dict.fromkeys(c.doc_id for c in batch))
-        label = docs[0] if len(docs) == 1 else None
-        report = BatchReport(label, number, summarizer=self.summarizer.backend)
+        docs = list(dict.fromkeys([c.doc_id for c in batch] + list(plans or ())))
+        report = BatchReport(_one(docs), number, summarizer=self.summarizer.backend)
         self.store.prepare(self.embedder.dim)  # the schema: outside the transaction
         with self.writer.batch(clock) as store:
+            removed: list[str] = []
+            moved: list[Node] = []
+            if plans is not None:
+                _check_plans(store, plans, self.store.memory)
+                removed = [i for p in plans.values() for i in p.removed]
+                moved = _moved_nodes(store, plans)
             present = store.existing_ids(c.id for c in batch)
             new = [c for c in batch if c.id not in present]
+            if stream:
+                replaced = store.chunk_ids_near(records[docs[0]].id, (c.position for c in new))
+                removed += sorted(replaced)
             report.chunks_skipped = len(batch) - len(new)
-            if new:
-                self._refuse_rewritten_positions(store, records, new)
+            if new or removed or moved:
                 nodes = self._chunk_nodes(new, prepared, clock)
                 self._save_settings_once(store)
+                self._builder(store, clock).revise(nodes, report, removed=removed, moved=moved)
                 for doc_id in docs:
-                    record = records[doc_id]
                     known = store.get_document(doc_id)
-                    last = max(c.position for c in batch if c.doc_id == doc_id)
-                    stored_chunks = max(known.chunks if known else 0, last + 1)
-                    store.upsert_document(replace(record, chunks=stored_chunks))
-                self._builder(store, clock).assimilate(nodes, report)
+                    count = len(store.chunks_of(doc_id))
+                    store.upsert_document(_next_record(known, records[doc_id], count))
             report.chunks_added = len(new)
+            report.chunks_removed = len(removed)
+            report.chunks_moved = len(moved)
         report.seconds = dict(clock.seconds)
         report.store_calls = clock.store_calls
         return report
@@ -307,30 +416,6 @@ class IngestPipeline:
             for c in new
         ]
 
-    def _refuse_rewritten_positions(
-        self, store: BatchStore, records: dict[str, DocumentRecord], new: list[Chunk]
-    ) -> None:
-        """A new chunk where the document already has one means different text under a
-        known name (stdin piped again, a grown log): storing it would leave two chunks
-        at one position, so the batch is refused before anything is written."""
-        by_doc: dict[str, dict[int, Chunk]] = {}
-        for c in new:
-            by_doc.setdefault(c.doc_id, {})[c.position] = c
-        for doc_id, at in by_doc.items():
-            known = store.get_document(doc_id)
-            # Only positions the document already has can clash (not those appended now).
-            taken = [p for p in at if known is not None and p < known.chunks]
-            if not taken:
-                continue
-            for old in store.infos_at_positions(doc_id, taken):
-                position = int(old.position or 0)
-                if old.id != at[position].id:
-                    raise InputError(
-                        f"{records[doc_id].source}: memory {self.store.memory!r} already holds "
-                        f"different text at chunk {position} of document {doc_id!r}; pass "
-                        f"{self.options.name('document')} to store this text under another name"
-                    )
-
     def _builder(self, store: BatchStore, clock: PhaseClock) -> MemoryBuilder:
         """A builder for one batch, on the batch's store."""
         return MemoryBuilder(
@@ -345,6 +430,25 @@ class IngestPipeline:
     def _save_settings_once(self, store: BatchStore) -> None:
         if store.load_settings() is None:
             store.save_settings(self.settings.to_dict())
+
+    def delete_document(self, doc_id: str) -> BatchReport:
+        """Delete a document in one transaction: its chunks with their edges, replicas
+        and memberships, its record and the adapter views of it. The clusters that lose
+        members are re-clustered and summarized again, level by level; nothing else is.
+        """
+        clock = PhaseClock()
+        report = BatchReport(doc_id, 0, summarizer=self.summarizer.backend)
+        with self.writer.batch(clock) as store:
+            chunks = [info.id for info in store.chunks_of(doc_id)]
+            if store.get_document(doc_id) is None and not chunks:
+                raise NotFoundError(f"memory {self.store.memory!r} holds no document {doc_id!r}")
+            if chunks:
+                self._builder(store, clock).revise([], report, removed=chunks)
+            store.delete_document(doc_id)
+        report.chunks_removed = len(chunks)
+        report.seconds = dict(clock.seconds)
+        report.store_calls = clock.store_calls
+        return report
 
     def rebuild(self, on_batch: BatchCallback | None = None) -> BatchReport:
         """Rebuild every level from the stored chunks in one pass (the offline mode).
@@ -376,6 +480,88 @@ def _batches(chunks: Iterator[Chunk], size: int) -> Iterator[tuple[list[Chunk], 
         if not batch:
             return
         yield batch, time.perf_counter() - start
+
+
+def _one(docs: Sequence[str]) -> str | None:
+    """A batch's document label: its one document, or None for several."""
+    return docs[0] if len(docs) == 1 else None
+
+
+def _plans(store: BatchStore, new: dict[str, list[Chunk]]) -> dict[str, Revision]:
+    return {doc_id: plan_revision(doc_id, store.chunks_of(doc_id), c) for doc_id, c in new.items()}
+
+
+def _check_plans(store: BatchStore, plans: dict[str, Revision], memory: str) -> None:
+    """The plans made before the batch still hold (no other process changed these
+    documents in between); otherwise the ingest stops before writing anything."""
+    for doc_id, plan in plans.items():
+        now = plan_revision(doc_id, store.chunks_of(doc_id), _new_chunks(plan))
+        if (now.removed, now.moved.keys(), [c.id for c in now.added]) != (
+            plan.removed,
+            plan.moved.keys(),
+            [c.id for c in plan.added],
+        ):
+            raise StoreError(
+                f"document {doc_id!r} of memory {memory!r} was changed by another writer "
+                "during this ingest; run the ingest again"
+            )
+
+
+def _new_chunks(plan: Revision) -> list[Chunk]:
+    """The new text's chunks a plan was made for, in order."""
+    chunks = list(plan.kept.values()) + plan.added
+    return sorted(chunks, key=lambda c: c.position)
+
+
+def _moved_nodes(store: BatchStore, plans: dict[str, Revision]) -> list[Node]:
+    """The kept chunks that move, as nodes at their new place: same id and vector, the
+    new text's position, offsets (and white space)."""
+    moves = {i: c for p in plans.values() for i, c in p.moved.items()}
+    stored = store.get_nodes(sorted(moves), embeddings=True)
+    return [
+        replace(
+            stored[i],
+            text=c.text,
+            position=c.position,
+            props={**stored[i].props, **_chunk_props(c)},
+        )
+        for i, c in moves.items()
+        if i in stored
+    ]
+
+
+def _next_record(
+    known: DocumentRecord | None, record: DocumentRecord, count: int, *, changed: bool = True
+) -> DocumentRecord:
+    """The document's record after a batch: ``count`` chunks stored; the version
+    raised when its text differs from the version stored (a resumed ingest of the same
+    text keeps it); the time of the last change to its chunks."""
+    version = 1 if known is None else known.version
+    if known is not None and known.sha256 not in (None, record.sha256):
+        version += 1
+    updated = _now() if changed or known is None else known.updated_at
+    return replace(record, chunks=count, version=version, updated_at=updated)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class _HashedLines:
+    """The lines of a stream, hashed as they pass (the record of a stream gets the
+    hash of its whole text, known only at its end)."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._lines = lines
+        self._hash = hashlib.sha256()
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self._lines:
+            self._hash.update(line.encode("utf-8", "surrogatepass"))
+            yield line
+
+    def sha256(self) -> str:
+        return self._hash.hexdigest()
 
 
 def _stdin(encoding: str) -> IO[str]:

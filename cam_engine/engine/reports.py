@@ -28,6 +28,9 @@ class BatchReport:
     batch: int
     chunks_added: int = 0
     chunks_skipped: int = 0  # already in the memory (re-ingest is a no-op)
+    chunks_kept: int = 0  # an updated document's chunks whose text stayed (first batch)
+    chunks_moved: int = 0  # of those, at a new position (written again, not re-embedded)
+    chunks_removed: int = 0  # deleted with their edges, replicas and memberships
     edges_added: int = 0
     levels: list[LevelReport] = field(default_factory=list)
     summarizer: str = ""
@@ -69,3 +72,15 @@ class IngestReport:
     @property
     def chunks_added(self) -> int:
         return sum(b.chunks_added for b in self.batches)
+
+    @property
+    def chunks_removed(self) -> int:
+        return sum(b.chunks_removed for b in self.batches)
+
+    @property
+    def chunks_kept(self) -> int:
+        return sum(b.chunks_kept for b in self.batches)
+
+    @property
+    def summaries_written(self) -> int:
+        return sum(b.summaries_written for b in self.batches)

@@ -47,6 +47,12 @@ def summary_id(label: str) -> str:
     return f"s{int(level) + 1}-{number}"
 
 
+def label_of(summary: str) -> str:
+    """The cluster label of a summary id (the inverse of ``summary_id``)."""
+    level, _, number = summary.removeprefix("s").partition("-")
+    return f"{int(level) - 1}.{number}"
+
+
 class SummaryWriter:
     def __init__(
         self,

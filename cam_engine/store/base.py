@@ -45,6 +45,8 @@ class DocumentRecord:
     # Of the text taken out of the file (whitespace folded, ``sources.text_hash``): the
     # same text as a PDF and as a .txt has one; None for streams and older records.
     text_sha256: str | None = None
+    version: int = 1  # raised each time an ingest replaces the document's text
+    updated_at: str | None = None  # ISO 8601 UTC time of the last change to its chunks
 
 
 def cluster_shape(sizes: Iterable[tuple[int, int]]) -> dict[str, Any]:
@@ -201,6 +203,11 @@ class BuilderStore(RetrievalStore, Protocol):
     def get_document(self, doc_id: str) -> DocumentRecord | None: ...
     def upsert_document(self, document: DocumentRecord) -> None: ...
     def documents(self) -> list[DocumentRecord]: ...
+    def delete_documents(self, ids: Iterable[str]) -> None:
+        """Delete these documents' records and the adapter views of them (view nodes
+        whose document or group is one of them), in one statement per kind. Their
+        chunks are deleted by ``delete_nodes``."""
+        ...
 
     # --- nodes --------------------------------------------------------------------
     def existing_ids(self, ids: Iterable[str]) -> set[str]: ...

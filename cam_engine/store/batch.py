@@ -185,7 +185,19 @@ class BatchStore:
         return self._s.documents.get(doc_id)
 
     def upsert_document(self, document: DocumentRecord) -> None:
-        self._s.documents[document.id] = self._change.documents[document.id] = document
+        self._s.documents[document.id] = document
+        self._change.upsert_document(document)
+
+    def delete_document(self, doc_id: str) -> None:
+        """Drop a document's record and its adapter views (its chunks go by
+        ``delete_nodes``)."""
+        self._s.documents.pop(doc_id, None)
+        self._change.delete_document(doc_id)
+
+    def chunks_of(self, doc_id: str) -> list[NodeInfo]:
+        """A document's chunks by position, without text or vector (no store call)."""
+        infos = [self._s.nodes[i] for i in self._s.chunks_of.get(doc_id, ())]
+        return sorted(infos, key=lambda n: (n.position or 0.0, n.id))
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         return {i for i in ids if i in self._s.nodes}

@@ -5,7 +5,8 @@ write here (and in the in-memory structure, so the batch reads its own writes). 
 end of the batch, ``apply_change`` writes it in one transaction with one bulk
 statement per kind, in an order that leaves the same graph as the writes made one by
 one would have: deletions first (a node takes its edges, replicas and membership links
-with it), then upserts, then memberships and counters.
+with it), then upserts, then memberships and counters. A deleted document takes its record and
+the adapter views of it; its chunks are among the deleted nodes.
 
 The same transaction raises the memory's generation counter, which tells a process
 holding the structure in memory (``store.structure``) that another has written.
@@ -34,6 +35,7 @@ class GraphChange:
     settings: dict[str, Any] | None = None
     counters: dict[str, int] = field(default_factory=dict)  # new values
     documents: dict[str, DocumentRecord] = field(default_factory=dict)
+    deleted_documents: set[str] = field(default_factory=set)
     deleted_nodes: set[str] = field(default_factory=set)
     nodes: dict[str, Node] = field(default_factory=dict)
     deleted_edges: set[EdgeKey] = field(default_factory=set)
@@ -48,6 +50,7 @@ class GraphChange:
             or self.settings is not None
             or self.counters
             or self.documents
+            or self.deleted_documents
             or self.deleted_nodes
             or self.nodes
             or self.deleted_edges
@@ -58,6 +61,14 @@ class GraphChange:
         )
 
     # --- recording (BatchStore) ------------------------------------------------------------
+    def upsert_document(self, document: DocumentRecord) -> None:
+        self.deleted_documents.discard(document.id)
+        self.documents[document.id] = document
+
+    def delete_document(self, doc_id: str) -> None:
+        self.documents.pop(doc_id, None)
+        self.deleted_documents.add(doc_id)
+
     def delete_nodes(self, ids: Iterable[str]) -> None:
         """Record deletions; writes already recorded that the deletion undoes are dropped
         (they would otherwise be applied after it and point at a deleted node)."""
@@ -109,6 +120,8 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
     the batch's transaction; each store's ``apply`` does."""
     if change.clear_derived:
         store.clear(keep_chunks=True)
+    if change.deleted_documents:
+        store.delete_documents(sorted(change.deleted_documents))
     if change.deleted_nodes:
         store.delete_nodes(sorted(change.deleted_nodes))
     if change.deleted_edges:

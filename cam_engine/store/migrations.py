@@ -93,6 +93,13 @@ MIGRATIONS: list[tuple[str, str | tuple[str, ...]]] = [
         ALTER TABLE documents ADD COLUMN text_sha256 TEXT;
         """,
     ),
+    (
+        "006_document_versions",
+        """
+        ALTER TABLE documents ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE documents ADD COLUMN updated_at TEXT;
+        """,
+    ),
 ]
 
 

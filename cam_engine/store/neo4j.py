@@ -337,10 +337,15 @@ class Neo4jStore:
             chunks=document.chunks,
             total=document.total,
             text_sha256=document.text_sha256,
+            version=document.version,
+            updated_at=document.updated_at,
         )
 
     def documents(self) -> list[DocumentRecord]:
         return [DocumentRecord(**row) for row in self._run("documents")]
+
+    def delete_documents(self, ids: Iterable[str]) -> None:
+        self._run("delete_documents", ids=sorted(set(ids)))
 
     # --- nodes ---------------------------------------------------------------------------
     def existing_ids(self, ids: Iterable[str]) -> set[str]:

@@ -332,8 +332,8 @@ class SqliteStore:
     # --- documents ------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
         rows = self._q(
-            "SELECT id, source, sha256, chunks, total, text_sha256 FROM documents "
-            "WHERE memory = ? AND id = ?",
+            "SELECT id, source, sha256, chunks, total, text_sha256, version, updated_at "
+            "FROM documents WHERE memory = ? AND id = ?",
             self._memory,
             doc_id,
         )
@@ -341,11 +341,12 @@ class SqliteStore:
 
     def upsert_document(self, document: DocumentRecord) -> None:
         self._conn.execute(
-            "INSERT INTO documents (memory, id, source, sha256, chunks, total, text_sha256) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) "
+            "INSERT INTO documents (memory, id, source, sha256, chunks, total, text_sha256, "
+            "version, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (memory, id) DO UPDATE SET source = excluded.source, "
             "sha256 = excluded.sha256, chunks = excluded.chunks, total = excluded.total, "
-            "text_sha256 = excluded.text_sha256",
+            "text_sha256 = excluded.text_sha256, version = excluded.version, "
+            "updated_at = excluded.updated_at",
             (
                 self._memory,
                 document.id,
@@ -354,13 +355,28 @@ class SqliteStore:
                 document.chunks,
                 document.total,
                 document.text_sha256,
+                document.version,
+                document.updated_at,
             ),
+        )
+
+    def delete_documents(self, ids: Iterable[str]) -> None:
+        ids_json, m = _ids(ids), self._memory
+        of_them = f"memory = ? AND (doc_id IN {_IDS} OR grp IN {_IDS})"
+        self._conn.execute(
+            f"DELETE FROM view_links WHERE memory = ? AND src IN "
+            f"(SELECT id FROM view_nodes WHERE {of_them})",
+            (m, m, ids_json, ids_json),
+        )
+        self._conn.execute(f"DELETE FROM view_nodes WHERE {of_them}", (m, ids_json, ids_json))
+        self._conn.execute(
+            f"DELETE FROM documents WHERE memory = ? AND id IN {_IDS}", (m, ids_json)
         )
 
     def documents(self) -> list[DocumentRecord]:
         rows = self._q(
-            "SELECT id, source, sha256, chunks, total, text_sha256 FROM documents "
-            "WHERE memory = ? ORDER BY id",
+            "SELECT id, source, sha256, chunks, total, text_sha256, version, updated_at "
+            "FROM documents WHERE memory = ? ORDER BY id",
             self._memory,
         )
         return [DocumentRecord(*r) for r in rows]
@@ -410,6 +426,8 @@ class SqliteStore:
             f"DELETE FROM members WHERE memory = ? AND summary_id IN {_IDS}",
             f"DELETE FROM members WHERE memory = ? AND member_id IN {_IDS}",
             f"DELETE FROM replicas WHERE memory = ? AND node_id IN {_IDS}",
+            # a view's link to a chunk that is gone (a memory state that read it)
+            f"DELETE FROM view_links WHERE memory = ? AND chunk_id IN {_IDS}",
             f"DELETE FROM nodes WHERE memory = ? AND id IN {_IDS}",
         ):
             self._conn.execute(sql, (m, ids_json))

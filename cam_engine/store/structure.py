@@ -89,6 +89,7 @@ class GraphStructure:
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     by_level: dict[int, set[str]] = field(default_factory=dict)
     chunk_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (doc, position)
+    chunks_of: dict[str, set[str]] = field(default_factory=dict)  # doc -> its chunk ids
     by_text: dict[bytes, set[str]] = field(default_factory=dict)
     adjacency: dict[str, dict[str, float]] = field(default_factory=dict)
     replicas: dict[str, Replica] = field(default_factory=dict)
@@ -136,6 +137,7 @@ class GraphStructure:
         self.by_text.setdefault(info.text_key, set()).add(info.id)
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
             self.chunk_at[(info.doc_id, int(info.position))] = info.id
+            self.chunks_of.setdefault(info.doc_id, set()).add(info.id)
 
     def _unindex(self, info: NodeInfo) -> None:
         self.by_level.get(info.level, set()).discard(info.id)
@@ -145,7 +147,15 @@ class GraphStructure:
             if not same:
                 del self.by_text[info.text_key]
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
-            self.chunk_at.pop((info.doc_id, int(info.position)), None)
+            at = (info.doc_id, int(info.position))
+            # Another chunk may have moved to this position already (an updated document).
+            if self.chunk_at.get(at) == info.id:
+                del self.chunk_at[at]
+            held = self.chunks_of.get(info.doc_id)
+            if held is not None:
+                held.discard(info.id)
+                if not held:
+                    del self.chunks_of[info.doc_id]
 
     def remove_node(self, node_id: str) -> None:
         """A node with its edges, replicas and membership links (as the stores delete)."""
