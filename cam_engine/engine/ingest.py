@@ -25,7 +25,7 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.revision import Revision, plan_revision
+from cam_engine.engine.revision import Revision, fresh_chunk_id, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
@@ -231,8 +231,11 @@ class IngestPipeline:
         the added chunks; the rest of them follow in batches, each embedded while the
         one before it is written. A document already as stored costs no batch.
         """
-        records = {doc_id: record for doc_id, (record, _) in new.items()}
-        plans = self._plan(new)
+        plans, known = self._plan(new)
+        records = {
+            doc_id: replace(record, version=_version(known.get(doc_id), record, plans[doc_id]))
+            for doc_id, (record, _) in new.items()
+        }
         kept = sum(len(p.kept) for p in plans.values())
         if not any(p.changed for p in plans.values()):
             nothing = BatchReport(_one(list(new)), 0, summarizer=self.summarizer.backend)
@@ -262,10 +265,15 @@ class IngestPipeline:
             first = next(prepared, None)
             number += 1
 
-    def _plan(self, new: dict[str, tuple[DocumentRecord, list[Chunk]]]) -> dict[str, Revision]:
-        """The revision of each document against what the memory holds now."""
+    def _plan(
+        self, new: dict[str, tuple[DocumentRecord, list[Chunk]]]
+    ) -> tuple[dict[str, Revision], dict[str, DocumentRecord]]:
+        """The revision of each document against what the memory holds now, and the
+        records it holds of them."""
         with self.writer.batch(PhaseClock()) as store:  # writes nothing: a read
-            return _plans(store, {doc_id: chunks for doc_id, (_, chunks) in new.items()})
+            plans = _plans(store, {doc_id: chunks for doc_id, (_, chunks) in new.items()})
+            known = {d: r for d in new if (r := store.get_document(d)) is not None}
+        return plans, known
 
     def _refresh_records(
         self, records: dict[str, DocumentRecord], plans: dict[str, Revision]
@@ -295,7 +303,9 @@ class IngestPipeline:
         its new chunks (and the last old one, when the new text joined it)."""
         with self.writer.batch(PhaseClock()) as store:
             stored = {info.position: info.id for info in store.chunks_of(record.id)}
+            before = store.get_document(record.id)
         same = {(int(p), i) for p, i in stored.items() if p is not None}
+        record = replace(record, version=before.version if before else 1)
         prepared = prefetched(
             _batches(chunks, batch_size),
             self.embedder.embed,
@@ -313,6 +323,8 @@ class IngestPipeline:
         if done == 0:
             raise InputError(f"{record.source}: no text to ingest")
         final = replace(record, sha256=hashed.sha256(), total=done)
+        if before is not None and before.sha256 not in (None, final.sha256):
+            final = replace(final, version=before.version + 1)
         self._end_stream(final, done, report, on_batch)
 
     def _end_stream(
@@ -373,20 +385,25 @@ class IngestPipeline:
                 _check_plans(store, plans, self.store.memory)
                 removed = [i for p in plans.values() for i in p.removed]
                 moved = _moved_nodes(store, plans)
-            present = store.existing_ids(c.id for c in batch)
-            new = [c for c in batch if c.id not in present]
             if stream:
-                replaced = store.chunk_ids_near(records[docs[0]].id, (c.position for c in new))
-                removed += sorted(replaced)
+                new, replaced = _streamed(store, batch, prepared)
+                removed += replaced
+            else:
+                present = store.existing_ids(c.id for c in batch)
+                new = [c for c in batch if c.id not in present]
             report.chunks_skipped = len(batch) - len(new)
             if new or removed or moved:
                 nodes = self._chunk_nodes(new, prepared, clock)
                 self._save_settings_once(store)
                 self._builder(store, clock).revise(nodes, report, removed=removed, moved=moved)
+                changed = {c.doc_id for c in new} | {c.doc_id for c in moved if c.doc_id}
+                changed |= {d for d, p in (plans or {}).items() if p.changed}
+                changed |= {records[docs[0]].id} if stream and removed else set()
                 for doc_id in docs:
                     known = store.get_document(doc_id)
                     count = len(store.chunks_of(doc_id))
-                    store.upsert_document(_next_record(known, records[doc_id], count))
+                    fresh = _next_record(known, records[doc_id], count, changed=doc_id in changed)
+                    store.upsert_document(fresh)
             report.chunks_added = len(new)
             report.chunks_removed = len(removed)
             report.chunks_moved = len(moved)
@@ -491,6 +508,37 @@ def _plans(store: BatchStore, new: dict[str, list[Chunk]]) -> dict[str, Revision
     return {doc_id: plan_revision(doc_id, store.chunks_of(doc_id), c) for doc_id, c in new.items()}
 
 
+def _streamed(
+    store: BatchStore, batch: list[Chunk], prepared: PreparedBatch
+) -> tuple[list[Chunk], list[str]]:
+    """A stream's batch, position by position: (chunks to add, stored ids they replace).
+
+    A chunk that is the one stored at its position stays. Any other replaces what is
+    stored there, under an id no stored chunk of the document has (an update of the
+    same document from a file may have moved a chunk away from the position its id
+    names); its vector, if prefetched, goes with it.
+    """
+    if not batch:
+        return [], []
+    doc_id = batch[0].doc_id
+    at = {int(i.position or 0): i.id for i in store.chunks_of(doc_id)}
+    taken = set(at.values())
+    new: list[Chunk] = []
+    replaced: list[str] = []
+    for chunk in batch:
+        old = at.get(chunk.position)
+        if old == chunk.id:
+            continue
+        if old is not None:
+            replaced.append(old)
+        fresh = fresh_chunk_id(chunk, taken)
+        taken.add(fresh.id)
+        if fresh.id != chunk.id and chunk.id in prepared.vectors:
+            prepared.vectors[fresh.id] = prepared.vectors.pop(chunk.id)
+        new.append(fresh)
+    return new, replaced
+
+
 def _check_plans(store: BatchStore, plans: dict[str, Revision], memory: str) -> None:
     """The plans made before the batch still hold (no other process changed these
     documents in between); otherwise the ingest stops before writing anything."""
@@ -518,12 +566,14 @@ def _moved_nodes(store: BatchStore, plans: dict[str, Revision]) -> list[Node]:
     new text's position, offsets (and white space)."""
     moves = {i: c for p in plans.values() for i, c in p.moved.items()}
     stored = store.get_nodes(sorted(moves), embeddings=True)
+    placement = ("start_char", "end_char", "pages")
     return [
         replace(
             stored[i],
             text=c.text,
             position=c.position,
-            props={**stored[i].props, **_chunk_props(c)},
+            props={k: v for k, v in stored[i].props.items() if k not in placement}
+            | _chunk_props(c),
         )
         for i, c in moves.items()
         if i in stored
@@ -533,14 +583,20 @@ def _moved_nodes(store: BatchStore, plans: dict[str, Revision]) -> list[Node]:
 def _next_record(
     known: DocumentRecord | None, record: DocumentRecord, count: int, *, changed: bool = True
 ) -> DocumentRecord:
-    """The document's record after a batch: ``count`` chunks stored; the version
-    raised when its text differs from the version stored (a resumed ingest of the same
-    text keeps it); the time of the last change to its chunks."""
-    version = 1 if known is None else known.version
-    if known is not None and known.sha256 not in (None, record.sha256):
-        version += 1
+    """The document's record after a batch: ``count`` chunks stored, the version the
+    run decided (``_version``), the time of the last change to its chunks."""
     updated = _now() if changed or known is None else known.updated_at
-    return replace(record, chunks=count, version=version, updated_at=updated)
+    return replace(record, chunks=count, updated_at=updated)
+
+
+def _version(known: DocumentRecord | None, record: DocumentRecord, plan: Revision) -> int:
+    """A document's version after this run: 1 for a new one, one more when its text
+    changed (not when a run of the same text resumes, or nothing changed)."""
+    if known is None:
+        return 1
+    if plan.changed and known.sha256 not in (None, record.sha256):
+        return known.version + 1
+    return known.version
 
 
 def _now() -> str:
