@@ -508,6 +508,7 @@ class MemoryBuilder:
         # A summary written again for a removal makes its own parents stale in turn.
         rewritten = [sid for sid in write if sid in change.stale]
         up.stale |= {p for ps in store.parents_of(rewritten).values() for p in ps}
+        self.writer.rewritten_for_removal.update(rewritten)
         up.added = {sid for sid in write if sid not in existing}
         lrep.clusters_changed = len(write) + len(vanished)
         lrep.summaries_written = len(write)

@@ -70,6 +70,10 @@ class SummaryWriter:
         self.settings = settings
         self.clock = clock
         self.llm_concurrency = llm_concurrency
+        # Summaries written again in this batch because a member of theirs was removed:
+        # a covering node over one of them is written again too (its text drew on the
+        # removed text).
+        self.rewritten_for_removal: set[str] = set()
 
     def nodes(
         self,
@@ -224,6 +228,8 @@ class SummaryWriter:
             if node is not None and self.store.nodes_with_text(node.text):
                 # A member was summarized again in this batch, into this very text:
                 # keeping the node would offer a reader the same text twice.
+                node = None
+            if node is not None and any(n.id in self.rewritten_for_removal for n in group):
                 node = None
             if node is None:
                 fresh.append(group)
