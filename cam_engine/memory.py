@@ -406,7 +406,15 @@ class Memory:
         data.update(
             # total: the chunks the whole document makes (None for stdin, not known ahead)
             document_list=[
-                {"id": d.id, "source": d.source, "chunks": d.chunks, "total": d.total}
+                {
+                    "id": d.id,
+                    "source": d.source,
+                    "chunks": d.chunks,
+                    "total": d.total,
+                    "version": d.version,
+                    "sha256": d.sha256,
+                    "updated_at": d.updated_at,
+                }
                 for d in documents
             ],
             embedder={"model": self.embedder.name, "device": embedding_device(self.embedder)},

@@ -244,7 +244,7 @@ class IngestPipeline:
             report.batches.append(nothing)
             if on_batch is not None:
                 on_batch(nothing)
-            self._refresh_records(records, plans)
+            self._refresh_records(records, plans, known)
             return
         added = [c for p in plans.values() for c in p.added]
         total = sum(len(chunks) for _, chunks in new.values())
@@ -270,22 +270,28 @@ class IngestPipeline:
     ) -> tuple[dict[str, Revision], dict[str, DocumentRecord]]:
         """The revision of each document against what the memory holds now, and the
         records it holds of them."""
-        with self.writer.batch(PhaseClock()) as store:  # writes nothing: a read
+        with self.writer.batch(PhaseClock(), writes=False) as store:
             plans = _plans(store, {doc_id: chunks for doc_id, (_, chunks) in new.items()})
             known = {d: r for d in new if (r := store.get_document(d)) is not None}
         return plans, known
 
     def _refresh_records(
-        self, records: dict[str, DocumentRecord], plans: dict[str, Revision]
+        self,
+        records: dict[str, DocumentRecord],
+        plans: dict[str, Revision],
+        known: dict[str, DocumentRecord],
     ) -> None:
         """Write the record of a document whose chunks are as stored but whose record
         differs (the same text from another file, or a record older than its fields)."""
-        with self.writer.batch(PhaseClock()) as store:
-            for doc_id, record in records.items():
-                known = store.get_document(doc_id)
-                fresh = _next_record(known, record, len(plans[doc_id].kept), changed=False)
-                if known != fresh:
-                    store.upsert_document(fresh)
+        fresh = {
+            doc_id: _next_record(known.get(doc_id), record, len(plans[doc_id].kept), changed=False)
+            for doc_id, record in records.items()
+        }
+        stale = [r for doc_id, r in fresh.items() if known.get(doc_id) != r]
+        if stale:
+            with self.writer.batch(PhaseClock()) as store:
+                for record in stale:
+                    store.upsert_document(record)
 
     # --- a stream (stdin): chunks arrive one batch at a time --------------------------
     def _ingest_stream(
@@ -301,7 +307,7 @@ class IngestPipeline:
         whose text is the one stored at its position stays; any other replaces it; the
         stored chunks past the stream's end go at the end. A log that only grew costs
         its new chunks (and the last old one, when the new text joined it)."""
-        with self.writer.batch(PhaseClock()) as store:
+        with self.writer.batch(PhaseClock(), writes=False) as store:
             stored = {info.position: info.id for info in store.chunks_of(record.id)}
             before = store.get_document(record.id)
         same = {(int(p), i) for p, i in stored.items() if p is not None}

@@ -69,11 +69,13 @@ class BatchWriter:
         self._recent.clear()
 
     @contextmanager
-    def batch(self, meter: StoreMeter) -> Iterator[BatchStore]:
+    def batch(self, meter: StoreMeter, *, writes: bool = True) -> Iterator[BatchStore]:
         """A batch in one transaction: everything it wrote lands at once, or nothing.
 
         The structure is read again when the memory's generation is not the one it was
         read at (another process wrote), and dropped when the batch fails.
+        ``writes=False``: a read of the memory as it is (an ingest planning its
+        batches), which must write nothing and passes no fault-injection point.
         """
         store = self.store
         structure, self._structure = self._structure, None  # held again only on commit
@@ -87,12 +89,16 @@ class BatchWriter:
             meter.add_store(meter.now() - start)
             batch = BatchStore(store, structure, meter, self._recent)
             yield batch
-            checkpoint("before_apply")  # fault injection (cam_engine/faults.py)
-            batch.flush()
-            checkpoint("applied")
+            if writes:
+                checkpoint("before_apply")  # fault injection (cam_engine/faults.py)
+                batch.flush()
+                checkpoint("applied")
+            elif batch.pending():
+                raise RuntimeError("a read-only batch recorded writes")
             start = meter.now()  # leaving the block commits: that is store time
         meter.add_store(meter.now() - start)
-        checkpoint("committed")
+        if writes:
+            checkpoint("committed")
         self._structure = structure
         self._remember(batch)
 
@@ -145,6 +151,10 @@ class BatchStore:
             return read()
         finally:
             self._meter.add_store(self._meter.now() - start)
+
+    def pending(self) -> bool:
+        """Whether the batch has recorded writes not yet flushed."""
+        return bool(self._change)
 
     def flush(self) -> None:
         """Write the batch's change (inside the batch's transaction)."""

@@ -244,21 +244,27 @@ def test_show_suggests_ids_for_an_unknown_one(env: dict[str, str], text_file: Pa
     assert shown["position"] == 0 and isinstance(shown["position"], int)
 
 
-def test_stdin_with_other_text_under_a_known_name_is_refused(
+def test_stdin_with_other_text_under_a_known_name_updates_it(
     env: dict[str, str], text_file: Path
 ) -> None:
     text = text_file.read_text()
     run(env, "ingest", "-", "--document", "log", "--theta", "0.3", input=text[:3000])
-    before = stats(env)
-    grown = CliRunner().invoke(cli, ["ingest", "-", "--document", "log"], env=env, input=text)
-    assert grown.exit_code == 1
-    assert "already holds different text at chunk" in grown.output and "--document" in grown.output
-    assert stats(env) == before
+    (before,) = stats(env)["document_list"]
+    assert before["version"] == 1
+    # The log grew: the same id takes the longer text, and keeps the chunks it had.
+    grown = run(env, "ingest", "-", "--document", "log", "--json", input=text)
+    (after,) = stats(env)["document_list"]
+    assert after["version"] == 2 and after["chunks"] > before["chunks"]
+    assert after["sha256"] != before["sha256"]
+    batches = [json.loads(line) for line in grown.output.splitlines() if line.startswith("{")]
+    skipped = sum(b.get("chunks_skipped", 0) for b in batches)
+    assert skipped >= before["chunks"] - 1  # the old last chunk may have grown
+    unchanged = stats(env)
     latin1 = CliRunner().invoke(
         cli, ["ingest", "-", "--document", "other"], env=env, input="caf\xe9".encode("latin-1")
     )
     assert latin1.exit_code == 1 and "not valid UTF-8" in latin1.output
-    assert stats(env) == before
+    assert stats(env) == unchanged
 
 
 def test_no_op_reingest_and_interrupt_messages(

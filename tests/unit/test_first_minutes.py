@@ -156,34 +156,31 @@ def test_cli_encoding_for_files_and_stdin(tmp_path: Path) -> None:
 
 
 # --- errors name the caller's option ---------------------------------------------------------
-def test_a_name_clash_names_the_option_of_the_caller(tmp_path: Path) -> None:
+def test_an_error_names_the_option_of_the_caller(tmp_path: Path) -> None:
     first, second = tmp_path / "a" / "tale.txt", tmp_path / "b" / "tale.txt"
     for path, text in ((first, TEXT), (second, TEXT + "\nOther.\n")):
         path.parent.mkdir()
         path.write_text(text, encoding="utf-8")
     with open_memory(tmp_path) as memory:
-        memory.ingest([first])
-        (error,) = memory.ingest([second]).errors
-        assert "pass `document`" in error.message and "--" not in error.message
-        with pytest.raises(InputError, match="pass `document` to store"):
-            memory.ingest_text("Quite another text.", "tale.txt")
-    assert cam(tmp_path, "ingest", str(first)).exit_code == 0
-    assert "pass --document to give" in cam(tmp_path, "ingest", str(second)).output
+        (error,) = memory.ingest([first, second], document="tale").errors
+        assert "`document` names one document" in error.message and "--" not in error.message
+    result = cam(tmp_path, "ingest", str(first), str(second), "--document", "tale")
+    assert "--document names one document" in result.output
 
 
 def test_mcp_errors_name_the_tool_argument(tmp_path: Path) -> None:
     env = Environment.from_env(
         {"CAM_STORE": str(tmp_path / "t.db"), "CAM_EMBED_MODEL": "hashing:64"}
     )
-    tools = MemoryTools(None, "m", environment=env)
+    (tmp_path / "x.txt").write_text(TEXT, encoding="utf-8")
+    tools = MemoryTools(None, "m", environment=env, allow=[tmp_path])
     tools.start()
     try:
-        tools.ingest_text(TEXT, "tale")
         with pytest.raises(CamError) as raised:
-            tools.ingest_text("Quite another text.", "tale")
+            tools.ingest_file(str(tmp_path / "x.txt"), encoding="no-such-codec")
     finally:
         tools.close()
-    assert "`document`" in str(raised.value) and "--document" not in str(raised.value)
+    assert "`encoding`" in str(raised.value) and "--encoding" not in str(raised.value)
 
 
 # --- store paths -----------------------------------------------------------------------------
