@@ -16,7 +16,7 @@ from cam_engine import Memory, Settings
 from cam_engine.cli.main import cli
 from cam_engine.config import Environment
 from cam_engine.embed import HashingEmbedder
-from cam_engine.errors import CamError, ConfigError, InputError, StoreError
+from cam_engine.errors import CamError, ConfigError, StoreError
 from cam_engine.formats import strip_gutenberg
 from cam_engine.serve.tools import MemoryTools
 from cam_engine.store.base import open_store
