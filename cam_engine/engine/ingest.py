@@ -405,8 +405,14 @@ class IngestPipeline:
                 changed = {c.doc_id for c in new} | {c.doc_id for c in moved if c.doc_id}
                 changed |= {d for d, p in (plans or {}).items() if p.changed}
                 changed |= {records[docs[0]].id} if stream and removed else set()
+                # Pages and memos that covered a removed or moved chunk describe the
+                # old text: they go (an append leaves them true).
+                revised = {d for d, p in (plans or {}).items() if p.removed or p.moved}
+                revised |= {records[docs[0]].id} if stream and removed else set()
                 for doc_id in docs:
                     known = store.get_document(doc_id)
+                    if known is not None and doc_id in revised:
+                        store.drop_views_of(doc_id)
                     count = len(store.chunks_of(doc_id))
                     fresh = _next_record(known, records[doc_id], count, changed=doc_id in changed)
                     store.upsert_document(fresh)

@@ -204,6 +204,10 @@ class BatchStore:
         self._s.documents.pop(doc_id, None)
         self._change.delete_document(doc_id)
 
+    def drop_views_of(self, doc_id: str) -> None:
+        """Drop the adapter views of a document whose text changed."""
+        self._change.stale_views.add(doc_id)
+
     def chunks_of(self, doc_id: str) -> list[NodeInfo]:
         """A document's chunks by position, without text or vector (no store call)."""
         infos = [self._s.nodes[i] for i in self._s.chunks_of.get(doc_id, ())]

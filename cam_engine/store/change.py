@@ -36,6 +36,7 @@ class GraphChange:
     counters: dict[str, int] = field(default_factory=dict)  # new values
     documents: dict[str, DocumentRecord] = field(default_factory=dict)
     deleted_documents: set[str] = field(default_factory=set)
+    stale_views: set[str] = field(default_factory=set)  # documents whose views go
     deleted_nodes: set[str] = field(default_factory=set)
     nodes: dict[str, Node] = field(default_factory=dict)
     deleted_edges: set[EdgeKey] = field(default_factory=set)
@@ -51,6 +52,7 @@ class GraphChange:
             or self.counters
             or self.documents
             or self.deleted_documents
+            or self.stale_views
             or self.deleted_nodes
             or self.nodes
             or self.deleted_edges
@@ -122,6 +124,8 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
         store.clear(keep_chunks=True)
     if change.deleted_documents:
         store.delete_documents(sorted(change.deleted_documents))
+    if change.stale_views:
+        store.delete_document_views(sorted(change.stale_views))
     if change.deleted_nodes:
         store.delete_nodes(sorted(change.deleted_nodes))
     if change.deleted_edges:

@@ -347,6 +347,9 @@ class Neo4jStore:
     def delete_documents(self, ids: Iterable[str]) -> None:
         self._run("delete_documents", ids=sorted(set(ids)))
 
+    def delete_document_views(self, ids: Iterable[str]) -> None:
+        self._run("delete_document_views", ids=sorted(set(ids)))
+
     # --- nodes ---------------------------------------------------------------------------
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         return set(self._rows("existing_ids", ids=sorted(set(ids))))

@@ -361,6 +361,13 @@ class SqliteStore:
         )
 
     def delete_documents(self, ids: Iterable[str]) -> None:
+        ids = sorted(set(ids))
+        self.delete_document_views(ids)
+        self._conn.execute(
+            f"DELETE FROM documents WHERE memory = ? AND id IN {_IDS}", (self._memory, _ids(ids))
+        )
+
+    def delete_document_views(self, ids: Iterable[str]) -> None:
         ids_json, m = _ids(ids), self._memory
         of_them = f"memory = ? AND (doc_id IN {_IDS} OR grp IN {_IDS})"
         self._conn.execute(
@@ -369,9 +376,6 @@ class SqliteStore:
             (m, m, ids_json, ids_json),
         )
         self._conn.execute(f"DELETE FROM view_nodes WHERE {of_them}", (m, ids_json, ids_json))
-        self._conn.execute(
-            f"DELETE FROM documents WHERE memory = ? AND id IN {_IDS}", (m, ids_json)
-        )
 
     def documents(self) -> list[DocumentRecord]:
         rows = self._q(
