@@ -297,7 +297,7 @@ def ingest(
 
     failed = False
     touched: list[str] = []
-    grown: set[str] = set()
+    changed: set[str] = set()
     memory.options = CLI_OPTIONS
     try:
         with memory:
@@ -316,7 +316,9 @@ def ingest(
                 progress.close()
                 failed = bool(result.errors)
                 touched = list(dict.fromkeys(b.document for b in result.batches if b.document))
-                grown = {b.document for b in result.batches if b.chunks_added}
+                # Changed documents: their views are built again (an update may only
+                # have removed or moved chunks).
+                changed = {c.document for c in document_changes(result.batches) if c.changed}
                 if as_json or result.batches or not failed:
                     _report_run(result, memory, as_json)
             if rebuild:
@@ -330,7 +332,7 @@ def ingest(
                 # A document re-ingested unchanged keeps its view, unless it has none yet
                 # (an earlier run stopped before building it).
                 doc_ids = (
-                    [d for d in touched if d in grown or not memory.view_nodes(view, PAGE, d)]
+                    [d for d in touched if d in changed or not memory.view_nodes(view, PAGE, d)]
                     if paths
                     else None
                 )
