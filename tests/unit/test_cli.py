@@ -179,6 +179,20 @@ def test_stats_lists_twenty_documents_and_every_interrupted_one() -> None:
     ]
 
 
+def test_the_progress_bar_counts_an_updated_documents_kept_chunks() -> None:
+    from cam_engine.cli.ingest import _Progress
+    from cam_engine.engine.reports import BatchReport
+
+    progress = _Progress(enabled=True)
+    # The first batch of an update: 30 chunks kept, 4 added, of 40.
+    first = BatchReport("a.md", 0, chunks_added=4, chunks_kept=30, chunks_done=34, chunks_total=40)
+    progress.update(first)
+    assert progress.bar.pos == 34
+    progress.update(BatchReport("a.md", 1, chunks_added=6, chunks_done=40, chunks_total=40))
+    assert progress.bar.pos == 40
+    progress.close()
+
+
 def test_show_stats_and_rebuild(env: dict[str, str], text_file: Path) -> None:
     run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
     data = stats(env)
