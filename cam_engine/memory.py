@@ -308,6 +308,7 @@ class Memory:
         *,
         batch_size: int = 64,
         document: str | None = None,
+        document_prefix: str | None = None,
         stdin: IO[str] | None = None,
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
@@ -315,14 +316,20 @@ class Memory:
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
-        A document that cannot be read is reported in ``errors`` and skipped; the
-        memory is not touched for it. ``encoding``: of text files and stdin (PDF, EPUB
-        and HTML say their own); an unknown one is a ``ConfigError``.
+        A document's id is ``document``, else its file's name, or for a folder's file
+        its path inside the folder; ``document_prefix`` goes before those, joined by
+        "/" (``"notes"``: ``notes/a.md``). A document the memory holds is updated to
+        the text read. Two paths that would be the same document are an ``InputError``
+        before anything is read. A document that cannot be read is reported in
+        ``errors`` and skipped; the memory is not touched for it. ``encoding``: of text
+        files and stdin (PDF, EPUB and HTML say their own); an unknown one is a
+        ``ConfigError``.
         """
         return self._pipeline().ingest(
             paths,
             batch_size=batch_size,
             document=document,
+            document_prefix=document_prefix,
             stdin=stdin,
             on_batch=on_batch,
             on_error=on_error,
@@ -369,6 +376,39 @@ class Memory:
         (``chunks_removed``, summaries written and removed per level)."""
         return self._pipeline().delete_document(doc_id)
 
+    def delete_documents(
+        self, doc_ids: Sequence[str], on_deleted: BatchCallback | None = None
+    ) -> list[BatchReport]:
+        """Delete these documents, each in a transaction of its own (``delete_document``),
+        once the memory is known to hold every one of them: an id it does not hold is a
+        ``NotFoundError`` suggesting ids like it, and nothing is deleted. ``on_deleted``
+        hears of each document as its deletion commits."""
+        if isinstance(doc_ids, str):
+            doc_ids = [doc_ids]  # one id, not its letters
+        asked = list(dict.fromkeys(doc_ids))
+        self.require_documents(asked)
+        reports = []
+        for doc_id in asked:
+            report = self.delete_document(doc_id)
+            reports.append(report)
+            if on_deleted is not None:
+                on_deleted(report)
+        return reports
+
+    def require_documents(self, doc_ids: Iterable[str]) -> list[str]:
+        """The memory's document ids, once it is known to hold each of ``doc_ids``: a
+        ``NotFoundError`` for the first it does not hold, naming its documents (or those
+        like the id, when it holds many)."""
+        known = [d.id for d in self.store.documents()]
+        held = set(known)
+        missing = [d for d in doc_ids if d not in held]
+        if missing:
+            raise NotFoundError(
+                f"no document {missing[0]!r} in memory {self.name!r}: "
+                f"{_documents_like(missing[0], known)}"
+            )
+        return known
+
     def rebuild(self, on_batch: BatchCallback | None = None) -> BatchReport:
         """Rebuild every level from the stored chunks in one pass (the offline mode).
 
@@ -405,6 +445,8 @@ class Memory:
         ]
         data.update(
             # total: the chunks the whole document makes (None for stdin, not known ahead)
+            # version: raised each time an ingest changed its text; updated_at: ISO UTC
+            # time of the last change to its chunks (None in records older than both)
             document_list=[
                 {
                     "id": d.id,
@@ -497,13 +539,7 @@ class Memory:
         asked = tuple(dict.fromkeys(documents or ()))
         if not asked:
             return None
-        known = [d.id for d in self.store.documents()]
-        missing = [d for d in asked if d not in known]
-        if missing:
-            raise NotFoundError(
-                f"no document {missing[0]!r} in memory {self.name!r}: "
-                f"{_documents_like(missing[0], known)}"
-            )
+        known = self.require_documents(asked)
         return None if set(asked) == set(known) else asked
 
     def _evidence(self, nodes: Sequence[Node]) -> list[Evidence]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +25,15 @@ class OptionNames:
     flags: bool = False
 
     def name(self, option: str) -> str:
-        return f"--{option}" if self.flags else f"`{option}`"
+        """``option`` as a keyword (``document_prefix``) or as a flag (``--document-prefix``)."""
+        return f"--{_flag(option)}" if self.flags else f"`{option}`"
 
     def given(self, option: str, value: str) -> str:
-        return f"--{option} {value}" if self.flags else f"{option}={value!r}"
+        return f"--{_flag(option)} {value}" if self.flags else f"{option}={value!r}"
+
+
+def _flag(option: str) -> str:
+    return option.replace("_", "-")
 
 
 API_OPTIONS = OptionNames()
@@ -48,17 +53,26 @@ class Source:
 
 
 def expand_paths(
-    paths: list[str], *, document: str | None = None, options: OptionNames = API_OPTIONS
+    paths: list[str],
+    *,
+    document: str | None = None,
+    document_prefix: str | None = None,
+    options: OptionNames = API_OPTIONS,
 ) -> Iterator[Source | InputError]:
     """Sources for the given paths; folders give their files (sorted, hidden ones skipped).
 
     A file's document id is its name, or its path inside the folder it was found in,
-    so two runs over the same tree name documents the same way.
+    so two runs over the same tree name documents the same way. ``document_prefix``
+    goes before those ids, joined by "/" (``notes`` or ``notes/``: ``notes/a.md``).
     """
     if document is not None and (len(paths) != 1 or Path(paths[0]).is_dir()):
         yield InputError(
             f"{options.name('document')} names one document: give exactly one file or '-'"
         )
+        return
+    prefix = _prefix(document, document_prefix, paths, options)
+    if isinstance(prefix, InputError):
+        yield prefix
         return
     for raw in paths:
         if raw == STDIN:
@@ -82,11 +96,67 @@ def expand_paths(
             if not files:
                 yield InputError(f"{raw}: folder has no files", raw)
             for f in files:
-                yield Source(f.relative_to(path).as_posix(), f)
+                yield Source(prefix + f.relative_to(path).as_posix(), f)
         elif path.is_file():
-            yield Source(document or path.name, path)
+            yield Source(document or prefix + path.name, path)
         else:
             yield InputError(f"{raw}: no such file or folder", raw)
+
+
+def _prefix(
+    document: str | None, document_prefix: str | None, paths: list[str], options: OptionNames
+) -> str | InputError:
+    """What goes before each file's id: the prefix and "/", or nothing."""
+    if document_prefix is None:
+        return ""
+    flag = options.name("document_prefix")
+    stem = document_prefix.strip().rstrip("/")
+    if not stem:
+        return InputError(f"{flag} is empty: give a name such as notes (ids become notes/a.md)")
+    if document is not None:
+        return InputError(
+            f"{flag} names the documents of folders and files; {options.name('document')} "
+            "names one document: give one of them"
+        )
+    if STDIN in paths:
+        return InputError(
+            f"{flag} is for files and folders: name stdin with {options.name('document')}"
+        )
+    return stem + "/"
+
+
+def unique_sources(
+    items: Iterable[Source | InputError], options: OptionNames = API_OPTIONS
+) -> list[Source | InputError]:
+    """``items`` with a file given twice (a folder and a file in it) kept once; an
+    ``InputError`` naming both paths when two others would be the same document, as
+    the second would replace the first."""
+    kept: list[Source | InputError] = []
+    seen: dict[str, Source] = {}
+    for item in items:
+        if isinstance(item, Source):
+            first = seen.get(item.doc_id)
+            if first is not None:
+                if _same_file(first, item):
+                    continue
+                raise InputError(
+                    f"{first.label} and {item.label} would both be document {item.doc_id!r} "
+                    f"(the second would replace the first): ingest one of them with "
+                    f"{options.name('document')}, or each folder with "
+                    f"{options.name('document_prefix')}"
+                )
+            seen[item.doc_id] = item
+        kept.append(item)
+    return kept
+
+
+def _same_file(a: Source, b: Source) -> bool:
+    if a.path is None or b.path is None:
+        return False  # stdin twice: two streams, not one file
+    try:
+        return a.path.resolve() == b.path.resolve()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,13 @@ from cam_engine.cli.options import (
     open_memory,
     plural,
 )
-from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
+from cam_engine.engine.reports import (
+    BatchReport,
+    DocumentChange,
+    IngestError,
+    IngestReport,
+    document_changes,
+)
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
 from cam_engine.samples import sample_path
 from cam_engine.sources import CLI_OPTIONS, check_encoding
@@ -50,12 +56,15 @@ def _settings(values: dict[str, Any]) -> Settings | None:
 
 
 class _Progress:
-    """A progress bar per document on a terminal; silent otherwise."""
+    """A progress bar per document on a terminal (a count for a stream, whose length is
+    not known ahead); silent otherwise. The bar counts the document's chunks done, kept
+    or added: an updated document's kept chunks fill it at its first batch."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.bar: Any = None
         self.document: str | None = None
+        self.counting = False  # a stream's count is on the line
 
     def update(self, report: BatchReport) -> None:
         if not self.enabled:
@@ -63,22 +72,27 @@ class _Progress:
         if report.document != self.document:
             self.close()
             self.document = report.document
-            self.bar = click.progressbar(
-                length=report.chunks_total or 0,
-                label=f"{report.document}",
-                file=sys.stderr,
-                show_pos=True,
-            )
-            self.bar.__enter__()
-        if report.chunks_total:
-            self.bar.update(report.chunks_added + report.chunks_skipped)
+            if report.chunks_total:
+                self.bar = click.progressbar(
+                    length=report.chunks_total,
+                    label=f"{report.document}",
+                    file=sys.stderr,
+                    show_pos=True,
+                )
+                self.bar.__enter__()
+        if self.bar is not None:
+            self.bar.update(max(report.chunks_done - self.bar.pos, 0))
         else:
+            self.counting = True
             click.echo(f"\r{report.document}: {report.chunks_done} chunks", nl=False, err=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+        if self.counting:
+            click.echo("", err=True)
+            self.counting = False
 
 
 def _view_options(page_words: str, session_tokens: int) -> dict[str, dict[str, int]]:
@@ -151,6 +165,12 @@ def _build_view(
 @click.option("--batch-size", default=64, show_default=True, help="Chunks per batch (transaction).")
 @click.option("--document", help="Document id for a single file or stdin (default: file name).")
 @click.option(
+    "--document-prefix",
+    metavar="PREFIX",
+    help="Put PREFIX and / before each file's document id: with --document-prefix notes, "
+    "folder/a.md is document notes/a.md (a folder's files are named by their path inside it).",
+)
+@click.option(
     "--sample",
     is_flag=True,
     help="Also ingest the sample book shipped with CAM Engine (Frankenstein, public "
@@ -216,6 +236,7 @@ def ingest(
     memory_name: str | None,
     batch_size: int,
     document: str | None,
+    document_prefix: str | None,
     sample: bool,
     encoding: str,
     rebuild: bool,
@@ -230,8 +251,13 @@ def ingest(
 ) -> None:
     """Ingest files, folders or - (stdin) into a memory, in batches.
 
-    Re-ingesting a document already in the memory changes nothing. With --json,
-    one JSON object is printed per batch.
+    A document's id is --document, else the file's name, or a folder's file's path
+    inside the folder (after --document-prefix). Re-ingesting an unchanged document
+    changes nothing; a changed one is updated: chunks whose text stayed are kept,
+    the others removed, the new ones added, and its version goes up. stdin under the
+    same --document is compared position by position, so a log that grew costs only
+    its new chunks. Two PATHs that would be the same document are refused. With --json,
+    one JSON object is printed per batch, then one for the run ("kind": "run").
     """
     if batch_size < 1:
         raise click.BadParameter(
@@ -271,7 +297,7 @@ def ingest(
 
     failed = False
     touched: list[str] = []
-    grown: set[str] = set()
+    changed: set[str] = set()
     memory.options = CLI_OPTIONS
     try:
         with memory:
@@ -282,6 +308,7 @@ def ingest(
                     list(paths),
                     batch_size=batch_size,
                     document=document,
+                    document_prefix=document_prefix,
                     on_batch=on_batch,
                     on_error=on_error,
                     encoding=encoding,
@@ -289,9 +316,11 @@ def ingest(
                 progress.close()
                 failed = bool(result.errors)
                 touched = list(dict.fromkeys(b.document for b in result.batches if b.document))
-                grown = {b.document for b in result.batches if b.chunks_added}
-                if not as_json and (result.batches or not failed):
-                    click.echo(_ingest_line(result, memory))
+                # Changed documents: their views are built again (an update may only
+                # have removed or moved chunks).
+                changed = {c.document for c in document_changes(result.batches) if c.changed}
+                if as_json or result.batches or not failed:
+                    _report_run(result, memory, as_json)
             if rebuild:
                 report = memory.rebuild(on_batch=on_batch if as_json else None)
                 if not as_json:
@@ -303,7 +332,7 @@ def ingest(
                 # A document re-ingested unchanged keeps its view, unless it has none yet
                 # (an earlier run stopped before building it).
                 doc_ids = (
-                    [d for d in touched if d in grown or not memory.view_nodes(view, PAGE, d)]
+                    [d for d in touched if d in changed or not memory.view_nodes(view, PAGE, d)]
                     if paths
                     else None
                 )
@@ -348,12 +377,48 @@ def _warn_of_mixed_summaries(memory: Memory) -> None:
         )
 
 
-def _ingest_line(result: IngestReport, memory: Memory) -> str:
+def _report_run(result: IngestReport, memory: Memory, as_json: bool) -> None:
+    """What the run did: a line per updated document and one for the run, or the
+    run's JSON object."""
+    versions = {d.id: d.version for d in memory.documents()}
+    summary = result.summary(versions)
+    if as_json:
+        echo_json(
+            {
+                "kind": "run",
+                "memory": memory.name,
+                "store": memory.location,
+                "summarizer": memory.summarizer.backend,
+                **summary,
+            }
+        )
+        return
+    for change in document_changes(result.batches):
+        version = versions.get(change.document, 1)
+        if change.changed and version > 1:
+            click.echo(_updated_line(change, version))
+    click.echo(_ingest_line(result, summary, memory))
+
+
+def _updated_line(change: DocumentChange, version: int) -> str:
+    return (
+        f"updated document {change.document!r} (version {version}): kept "
+        f"{change.chunks_kept}, removed {change.chunks_removed}, added "
+        f"{plural(change.chunks_added, 'chunk')}; "
+        f"{plural(change.summaries_written, 'summary')} written"
+    )
+
+
+def _ingest_line(result: IngestReport, summary: dict[str, Any], memory: Memory) -> str:
     where = f"memory {memory.name!r} ({memory.location})"
-    if result.chunks_added == 0:
+    if not (result.chunks_added or summary["chunks_removed"] or summary["chunks_moved"]):
         return f"nothing new: every chunk is already in {where}"
-    written = sum(1 for b in result.batches if b.chunks_added)
+    written = sum(1 for b in result.batches if b.chunks_added or b.chunks_removed or b.chunks_moved)
+    kept, removed = summary["chunks_kept"], summary["chunks_removed"]
+    # A run that only added (new documents) says nothing of kept and removed chunks.
+    revised = f": kept {kept}, removed {removed}" if kept or removed else ""
     return (
         f"ingested {plural(result.chunks_added, 'new chunk')} in {plural(written, 'batch')} "
-        f"into {where}; summaries: {memory.summarizer.backend}"
+        f"into {where}{revised}; {plural(summary['summaries_written'], 'summary')} written "
+        f"by {memory.summarizer.backend}"
     )

@@ -18,8 +18,10 @@ SHOWN = 20  # documents listed by name in cam stats' text output
 def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     """Documents, nodes/edges/clusters per level, overlap and settings of a memory.
 
-    Each document is listed with its id, chunks stored and source (a file path or
-    <stdin>); --json has them all under document_list (id, source, chunks, total)."""
+    Each document is listed with its id, chunks stored, version (raised each time
+    an ingest changed its text), the start of its sha256, when its text last changed
+    (UTC) and source (a file path or <stdin>); --json has them all under
+    document_list (id, source, chunks, total, version, sha256, updated_at)."""
     with open_memory(store, memory_name) as memory:
         data = memory.stats()
     if as_json:
@@ -72,21 +74,42 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         )
 
 
+HASH_SHOWN = 12  # hex digits of a document's sha256 in cam stats' table
+
+
 def _document_lines(documents: list[dict[str, Any]]) -> list[str]:
-    """One line per document: id, chunks stored (of its total when it was interrupted)
-    and source. Past SHOWN documents, only interrupted ones are listed, then a count."""
-    lines: list[str] = []
+    """A table of the documents: id, chunks stored (of its total when it was
+    interrupted), version, the start of its hash, when its text last changed, and
+    source. Past SHOWN documents, only interrupted ones are listed, then a count."""
+    rows: list[tuple[str, ...]] = []
+    notes: list[str] = []
     hidden = 0
     for doc in documents:
         partial = doc["total"] is not None and doc["chunks"] < doc["total"]
-        if len(lines) >= SHOWN and not partial:
+        if len(rows) >= SHOWN and not partial:
             hidden += 1
             continue
         chunks = f"{doc['chunks']} of {doc['total']}" if partial else str(doc["chunks"])
-        line = f"{doc['id']}: {chunks} chunks from {doc['source']}"
-        if partial:
-            line += " (interrupted; running the same ingest again completes it)"
-        lines.append(line)
+        sha = (doc.get("sha256") or "-")[:HASH_SHOWN]
+        updated = doc.get("updated_at") or "-"
+        rows.append((doc["id"], chunks, str(doc.get("version", 1)), sha, updated, doc["source"]))
+        notes.append(
+            " (interrupted; running the same ingest again completes it)" if partial else ""
+        )
+    if not rows:
+        return []
+    header = ("id", "chunks", "version", "hash", "updated", "source")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    right = (False, True, True, False, False)  # numbers to the right
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [
+            cell.rjust(width) if numeric else cell.ljust(width)
+            for cell, width, numeric in zip(row, widths, right, strict=False)
+        ]
+        return "  ".join([*cells, row[-1]])
+
+    lines = [line(header)] + [line(row) + note for row, note in zip(rows, notes, strict=True)]
     if hidden:
         lines.append(f"... and {plural(hidden, 'more document')} (--json lists them all)")
     return lines

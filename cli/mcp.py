@@ -105,10 +105,10 @@ def mcp(
 ) -> None:
     """Serve one memory to MCP clients (agents) over stdio, or streamable HTTP with --http.
 
-    Tools: ingest_text, ingest_file, ask, search, show_node, stats, memories; resource
-    cam://memory/NAME/top (the top level's summaries). The memory and its embedding
-    model are loaded once and kept warm; a memory that does not exist yet is created by
-    the first ingest. stdout carries the protocol; logs go to stderr (-v for more).
+    Tools: ingest_text, ingest_file, delete_document, ask, search, show_node, stats,
+    memories; resource cam://memory/NAME/top (the top level's summaries). The memory and
+    its embedding model are loaded once and kept warm; a memory that does not exist yet
+    is created by the first ingest. stdout carries the protocol; logs go to stderr (-v for more).
     Client configuration: README.md, "Serving a memory to agents".
     """
     address = parse_http(http) if http is not None else None

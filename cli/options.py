@@ -116,6 +116,8 @@ def open_memory(
 def plural(count: int, noun: str) -> str:
     if count == 1:
         return f"{count} {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return f"{count} {noun[:-1]}ies"  # summary: summaries
     return f"{count} {noun}es" if noun.endswith(("ch", "s", "sh", "x")) else f"{count} {noun}s"
 
 

@@ -42,6 +42,7 @@ from cam_engine.sources import (
     expand_paths,
     load_document,
     text_hash,
+    unique_sources,
 )
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
@@ -79,6 +80,7 @@ class IngestPipeline:
         *,
         batch_size: int = 64,
         document: str | None = None,
+        document_prefix: str | None = None,
         stdin: IO[str] | None = None,
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
@@ -88,14 +90,25 @@ class IngestPipeline:
 
         A document that cannot be read is reported in ``errors`` and skipped; the
         memory is not touched for it. ``encoding``: of the text files and stdin.
+        Two paths that would be the same document are an ``InputError`` before any
+        is read (``sources.unique_sources``).
         """
         check_batch_size(batch_size)
         encoding = check_encoding(encoding, self.options)
         if isinstance(paths, str | Path):  # one path, not a sequence of its characters
             paths = [paths]
+        sources = unique_sources(
+            expand_paths(
+                [str(p) for p in paths],
+                document=document,
+                document_prefix=document_prefix,
+                options=self.options,
+            ),
+            self.options,
+        )
         self._prepare_store()
         report = IngestReport()
-        for item in expand_paths([str(p) for p in paths], document=document, options=self.options):
+        for item in sources:
             try:
                 if isinstance(item, InputError):
                     raise item

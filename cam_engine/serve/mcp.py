@@ -66,7 +66,7 @@ class _Server(MCPServer[Any]):
 
 
 def create_server(tools: MemoryTools) -> MCPServer[Any]:
-    """The MCP server publishing ``tools``: seven tools and the top-level resource."""
+    """The MCP server publishing ``tools``: eight tools and the top-level resource."""
     top_uri = TOP_URI.format(name=tools.name)
     server = _Server(
         "cam",
@@ -76,14 +76,19 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
             f"A long-document memory (CAM Engine) named {tools.name!r}: text chunks joined "
             "by similarity, and summaries of overlapping clusters of them, level after "
             "level. Add documents with ingest_text (or ingest_file, for files under the "
-            "folders the server may read). ask answers a question and returns the "
+            "folders the server may read); the same document id again updates that "
+            "document, and delete_document removes one. ask answers a question and returns the "
             "evidence nodes it came from; search lists the nodes closest to a query "
             "without answering; show_node shows one node with its parents, children and "
             f"neighbours; stats and memories describe the memory and its store. {top_uri} "
             "holds the top level's summaries: an overview of everything read."
         ),
     )
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+    # An ingest under an id the memory holds replaces that document's text: destructive.
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+    deletes = ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+    )
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=writes)
@@ -104,9 +109,11 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
         The text is cut into chunks of about 200 words, which are embedded and linked,
         and the summaries above them are updated incrementally: only the part of the
         hierarchy the new text touches. Sending the same text under the same id again
-        changes nothing; different text under an id the memory already holds is refused
-        (give it a new id). Returns the ingest report: chunks added and skipped,
-        summaries written, seconds, and one report per batch.
+        changes nothing; different text under an id the memory already holds updates
+        that document: chunks whose text is unchanged are kept, the others removed, the
+        new ones added. Returns the ingest report: chunks added, kept and removed,
+        summaries written, each document's version and changes (document_changes),
+        seconds, and one report per batch.
         """
         return tools.ingest_text(text, document, batch_size=batch_size)
 
@@ -123,6 +130,14 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
             str | None,
             Field(description="Document id for a single file (default: the file name)."),
         ] = None,
+        document_prefix: Annotated[
+            str | None,
+            Field(
+                description="Put before each file's id, joined by '/': with 'notes', a "
+                "folder's a.md is document 'notes/a.md' (default: no prefix; a folder's "
+                "files are named by their path inside it)."
+            ),
+        ] = None,
         batch_size: Annotated[int, Field(ge=1, le=100_000, description="Chunks per batch.")] = 64,
         encoding: Annotated[
             str,
@@ -136,11 +151,32 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
 
         Only paths under the folders the server was started with (`cam mcp --allow
         FOLDER`) can be read, symlinks resolved; with none, every path is refused: send
-        the text with ingest_text instead. Re-ingesting a file changes nothing. Returns
-        the same report as ingest_text, with any file that could not be read under
-        "errors".
+        the text with ingest_text instead. Re-ingesting an unchanged file changes
+        nothing; a changed one updates its document, as ingest_text does. Returns the
+        same report as ingest_text, with any file that could not be read under "errors".
         """
-        return tools.ingest_file(path, document=document, batch_size=batch_size, encoding=encoding)
+        return tools.ingest_file(
+            path,
+            document=document,
+            document_prefix=document_prefix,
+            batch_size=batch_size,
+            encoding=encoding,
+        )
+
+    @server.tool(annotations=deletes)
+    def delete_document(
+        document: Annotated[
+            str,
+            Field(min_length=1, description="Id of the document, as stats lists it."),
+        ],
+    ) -> dict[str, Any]:
+        """Delete one document from the memory: its chunks with their edges, and the
+        adapter views of it. Only the summaries above it are redone (those left with one
+        member are removed). Returns chunks_removed, summaries_written and
+        summaries_removed, seconds, and the batch's report. An id the memory does not
+        hold is an error naming the documents it does.
+        """
+        return tools.delete_document(document)
 
     @server.tool()
     def ask(

@@ -10,11 +10,11 @@ a server answers its client's handshake at once; the model embeds a warm-up text
 memory with chunks answers a warm-up question) so that the first real question is as
 fast as the next.
 
-An MCP server runs each call in a worker thread of its own. Ingests run one at a time,
-on one memory, under one lock. Reads (ask, search, show_node, stats, the top level) do
-not wait for them where the store isolates snapshots (SQLite): each runs on a memory
-of its own from a ``ReaderPool``, inside one read transaction, and sees the batches
-committed before it began, none of the one being written. On Neo4j, whose reads are
+An MCP server runs each call in a worker thread of its own. Ingests and deletions run
+one at a time, on one memory, under one lock. Reads (ask, search, show_node, stats, the
+top level) do not wait for them where the store isolates snapshots (SQLite): each runs
+on a memory of its own from a ``ReaderPool``, inside one read transaction, and sees the
+batches committed before it began, none of the one being written. On Neo4j, whose reads are
 statement by statement, every reading call still takes the lock, so that a question
 never mixes two states of the memory. A strategy that writes (memagent) takes it too.
 """
@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 
 from cam_engine.config import DEFAULT_EMBED_MODEL, Environment, validate_memory_name
 from cam_engine.embed import Embedder, load_embedder
-from cam_engine.engine.reports import IngestReport
+from cam_engine.engine.reports import BatchReport, IngestReport
 from cam_engine.errors import CamError, ConfigError, InputError, NotFoundError
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Summarizer
 from cam_engine.llm.extractive import ExtractiveSummarizer
@@ -236,6 +236,7 @@ class MemoryTools:
         path: str,
         *,
         document: str | None = None,
+        document_prefix: str | None = None,
         batch_size: int = 64,
         encoding: str = "utf-8",
     ) -> dict[str, Any]:
@@ -243,18 +244,38 @@ class MemoryTools:
         if not target.exists():
             raise InputError(f"{path}: no such file or folder")
         if document is not None and target.is_dir():
-            raise InputError(f"{path}: a folder holds several documents; give no document id")
+            raise InputError(
+                f"{path}: a folder holds several documents; give no document id (a "
+                "document_prefix names them all)"
+            )
 
         def work() -> dict[str, Any]:
             memory = self._writable()
             started = time.perf_counter()
             # The resolved path, never the raw one: "-" would read the server's stdin.
             report = memory.ingest(
-                [target], batch_size=batch_size, document=document, encoding=encoding
+                [target],
+                batch_size=batch_size,
+                document=document,
+                document_prefix=document_prefix,
+                encoding=encoding,
             )
             if report.errors and not report.batches:
                 raise InputError("; ".join(e.message for e in report.errors))
             return _ingest_report(memory, report, time.perf_counter() - started)
+
+        return self._locked(work)
+
+    def delete_document(self, document: str) -> dict[str, Any]:
+        """Delete one document (``Memory.delete_documents``), under the ingest lock."""
+        if not document.strip():
+            raise InputError("the document id is empty: name the document")
+
+        def work() -> dict[str, Any]:
+            memory = self._existing()
+            started = time.perf_counter()
+            (report,) = memory.delete_documents([document])
+            return _delete_report(memory, report, time.perf_counter() - started)
 
         return self._locked(work)
 
@@ -405,20 +426,34 @@ def _folder_files(folder: Path) -> list[Path]:
 
 
 def _ingest_report(memory: Memory, report: IngestReport, seconds: float) -> dict[str, Any]:
-    batches = [b.to_dict() for b in report.batches]
+    """The run's figures (chunks added, kept and removed, summaries written; per
+    document too, with its version now) and each batch's report."""
+    versions = {d.id: d.version for d in memory.documents()}
     return _plain(
         {
             "memory": memory.name,
             "store": memory.location,
-            "documents": list(dict.fromkeys(b.document for b in report.batches if b.document)),
-            "chunks_added": report.chunks_added,
-            "chunks_skipped": sum(b.chunks_skipped for b in report.batches),
-            "summaries_written": sum(b.summaries_written for b in report.batches),
-            "llm_calls": sum(b.usage.calls for b in report.batches),
+            **report.summary(versions),
             "summarizer": memory.summarizer.backend,
             "seconds": round(seconds, 3),
-            "batches": batches,
-            "errors": [{"source": e.source, "message": e.message} for e in report.errors],
+            "batches": [b.to_dict() for b in report.batches],
+        }
+    )
+
+
+def _delete_report(memory: Memory, report: BatchReport, seconds: float) -> dict[str, Any]:
+    return _plain(
+        {
+            "memory": memory.name,
+            "store": memory.location,
+            "document": report.document,
+            "chunks_removed": report.chunks_removed,
+            "summaries_written": report.summaries_written,
+            "summaries_removed": report.summaries_removed,
+            "llm_calls": report.usage.calls,
+            "summarizer": memory.summarizer.backend,
+            "seconds": round(seconds, 3),
+            "report": report.to_dict(),
         }
     )
 

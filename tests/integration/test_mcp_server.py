@@ -23,7 +23,16 @@ from tests.conftest import shared_file
 
 pytestmark = [pytest.mark.realdata]
 
-TOOLS = {"ingest_text", "ingest_file", "ask", "search", "show_node", "stats", "memories"}
+TOOLS = {
+    "ingest_text",
+    "ingest_file",
+    "delete_document",
+    "ask",
+    "search",
+    "show_node",
+    "stats",
+    "memories",
+}
 QUESTION = "Where did Walton twice hire himself as an under-mate?"
 ANSWER = "Greenland whaler"
 

@@ -56,8 +56,13 @@ def test_every_command_has_help() -> None:
 def test_ingest_json_reports_each_batch(env: dict[str, str], text_file: Path) -> None:
     result = run(env, "ingest", str(text_file), "--batch-size", "4", "--json", "--theta", "0.3")
     assert result.exit_code == 0, result.output
-    batches = [json.loads(line) for line in result.output.splitlines()]
+    *batches, last = [json.loads(line) for line in result.output.splitlines()]
     assert len(batches) >= 2
+    # The last line is the run's: chunks added, kept and removed, summaries written.
+    assert last["kind"] == "run" and last["documents"] == ["gap.txt"]
+    assert last["chunks_added"] == sum(b["chunks_added"] for b in batches)
+    assert last["summaries_written"] == sum(b["summaries_written"] for b in batches)
+    assert last["chunks_kept"] == last["chunks_removed"] == 0
     for batch in batches:
         for key in (
             "chunks_added",
@@ -132,14 +137,26 @@ def test_stats_lists_the_documents_of_the_memory(env: dict[str, str], text_file:
     run(env, "ingest", str(text_file), "--theta", "0.3")
     run(env, "ingest", "-", "--document", "piped", input=text_file.read_text()[:3000])
     listed = stats(env)["document_list"]
-    assert [(d["id"], d["source"], d["total"]) for d in listed] == [
-        ("gap.txt", str(text_file), listed[0]["chunks"]),
-        ("piped", "<stdin>", listed[1]["chunks"]),  # a stream's, once it has ended
+    # A stream's length is known once it has ended.
+    assert [(d["id"], d["source"], d["total"], d["version"]) for d in listed] == [
+        ("gap.txt", str(text_file), listed[0]["chunks"], 1),
+        ("piped", "<stdin>", listed[1]["chunks"], 1),
     ]
-    assert all(d["chunks"] > 0 for d in listed)
-    text = run(env, "stats").output
-    assert f"  gap.txt: {listed[0]['chunks']} chunks from {text_file}\n" in text
-    assert f"  piped: {listed[1]['chunks']} chunks from <stdin>\n" in text
+    assert all(d["chunks"] > 0 and len(d["sha256"]) == 64 for d in listed)
+    assert all(d["updated_at"].endswith("+00:00") for d in listed)
+    lines = run(env, "stats").output.splitlines()
+    header = lines.index(
+        "  id       chunks  version  hash          updated                    source"
+    )
+    for doc, line in zip(listed, lines[header + 1 : header + 3], strict=True):
+        assert line.split() == [
+            doc["id"],
+            str(doc["chunks"]),
+            "1",
+            doc["sha256"][:12],
+            doc["updated_at"],
+            doc["source"],
+        ]
 
 
 def test_stats_lists_twenty_documents_and_every_interrupted_one() -> None:
@@ -150,11 +167,30 @@ def test_stats_lists_twenty_documents_and_every_interrupted_one() -> None:
     ]
     partial = {"id": "d25", "source": "d25.txt", "chunks": 1, "total": 3}
     lines = _document_lines([*done[:25], partial, *done[26:]])
-    assert lines[:SHOWN] == [f"d{i:02}: 3 chunks from d{i:02}.txt" for i in range(SHOWN)]
-    assert lines[SHOWN:] == [
-        "d25: 1 of 3 chunks from d25.txt (interrupted; running the same ingest again completes it)",
+    # Records written before versions and hashes: version 1, no hash, no time.
+    assert lines[0] == "id   chunks  version  hash  updated  source"
+    assert lines[1 : SHOWN + 1] == [
+        f"d{i:02}       3        1  -     -        d{i:02}.txt" for i in range(SHOWN)
+    ]
+    assert lines[SHOWN + 1 :] == [
+        "d25  1 of 3        1  -     -        d25.txt (interrupted; running the same ingest "
+        "again completes it)",
         "... and 9 more documents (--json lists them all)",
     ]
+
+
+def test_the_progress_bar_counts_an_updated_documents_kept_chunks() -> None:
+    from cam_engine.cli.ingest import _Progress
+    from cam_engine.engine.reports import BatchReport
+
+    progress = _Progress(enabled=True)
+    # The first batch of an update: 30 chunks kept, 4 added, of 40.
+    first = BatchReport("a.md", 0, chunks_added=4, chunks_kept=30, chunks_done=34, chunks_total=40)
+    progress.update(first)
+    assert progress.bar.pos == 34
+    progress.update(BatchReport("a.md", 1, chunks_added=6, chunks_done=40, chunks_total=40))
+    assert progress.bar.pos == 40
+    progress.close()
 
 
 def test_show_stats_and_rebuild(env: dict[str, str], text_file: Path) -> None:
@@ -244,27 +280,102 @@ def test_show_suggests_ids_for_an_unknown_one(env: dict[str, str], text_file: Pa
     assert shown["position"] == 0 and isinstance(shown["position"], int)
 
 
-def test_stdin_with_other_text_under_a_known_name_updates_it(
+def test_stdin_under_a_known_name_updates_the_log_keeping_its_chunks(
     env: dict[str, str], text_file: Path
 ) -> None:
+    """A log piped again, grown, under the same --document: the chunks stored at their
+    positions stay (the last one may be replaced, when the new text joined it) and the
+    new ones are added; the document's version goes up."""
     text = text_file.read_text()
     run(env, "ingest", "-", "--document", "log", "--theta", "0.3", input=text[:3000])
     (before,) = stats(env)["document_list"]
-    assert before["version"] == 1
-    # The log grew: the same id takes the longer text, and keeps the chunks it had.
-    grown = run(env, "ingest", "-", "--document", "log", "--json", input=text)
+    grown = run(env, "ingest", "-", "--document", "log", input=text)
+    assert grown.exit_code == 0, grown.output
     (after,) = stats(env)["document_list"]
-    assert after["version"] == 2 and after["chunks"] > before["chunks"]
-    assert after["sha256"] != before["sha256"]
-    batches = [json.loads(line) for line in grown.output.splitlines() if line.startswith("{")]
-    skipped = sum(b.get("chunks_skipped", 0) for b in batches)
-    assert skipped >= before["chunks"] - 1  # the old last chunk may have grown
-    unchanged = stats(env)
+    update, total = grown.output.splitlines()
+    kept = int(update.split("kept ")[1].split(",")[0])
+    removed = int(update.split("removed ")[1].split(",")[0])
+    added = int(update.split("added ")[1].split(" ")[0])
+    assert update.startswith("updated document 'log' (version 2): kept ")
+    assert update.endswith(" summaries written") or update.endswith(" summary written")
+    assert before["chunks"] - 1 <= kept <= before["chunks"] and removed == before["chunks"] - kept
+    assert kept + added == after["chunks"] > before["chunks"]
+    assert after["version"] == 2 and after["sha256"] != before["sha256"]
+    assert total.startswith(f"ingested {added} new chunks in ")
+    assert f": kept {kept}, removed {removed}; " in total
     latin1 = CliRunner().invoke(
         cli, ["ingest", "-", "--document", "other"], env=env, input="caf\xe9".encode("latin-1")
     )
     assert latin1.exit_code == 1 and "not valid UTF-8" in latin1.output
-    assert stats(env) == unchanged
+    assert stats(env)["document_list"] == [after]
+
+
+def test_a_changed_file_is_updated_and_the_run_says_what_was_kept(
+    env: dict[str, str], text_file: Path
+) -> None:
+    run(env, "ingest", str(text_file), "--theta", "0.3", "--batch-size", "4")
+    (before,) = stats(env)["document_list"]
+    text = text_file.read_text()
+    cut = text.index("\n", 6000)  # the essay's lines after that are replaced
+    text_file.write_text(text[:cut] + "\nA new closing line about startups and gaps.\n")
+    result = run(env, "ingest", str(text_file), "--json")
+    assert result.exit_code == 0, result.output
+    *batches, last = [json.loads(line) for line in result.output.splitlines()]
+    (after,) = stats(env)["document_list"]
+    assert last["kind"] == "run" and "kind" not in batches[0]
+    assert last["chunks_kept"] == batches[0]["chunks_kept"] > 0
+    assert last["chunks_removed"] == sum(b["chunks_removed"] for b in batches) > 0
+    assert last["chunks_added"] == sum(b["chunks_added"] for b in batches) > 0
+    assert last["chunks_kept"] + last["chunks_added"] == after["chunks"]
+    assert last["chunks_kept"] + last["chunks_removed"] == before["chunks"]
+    assert last["summaries_written"] == sum(b["summaries_written"] for b in batches)
+    (change,) = last["document_changes"]
+    assert change["document"] == "gap.txt" and change["version"] == after["version"] == 2
+    assert stats(env)["levels"][0]["nodes"] == after["chunks"]
+    # The same file again: nothing to do, and the version stays.
+    again = run(env, "ingest", str(text_file))
+    assert again.output.startswith("nothing new: every chunk is already in memory 'default'")
+    assert stats(env)["document_list"] == [after]
+    text_file.write_text(text)  # back to the first text: version 3, one line per document
+    back = run(env, "ingest", str(text_file)).output.splitlines()
+    assert back[0].startswith("updated document 'gap.txt' (version 3): kept ")
+    assert back[1].startswith("ingested ") and "summar" in back[1]
+
+
+def test_document_prefix_and_two_paths_that_would_be_one_document(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    essays = shared_file("haystacks/paul_graham")
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "sub").mkdir(parents=True)
+    b.mkdir()
+    (a / "x.md").write_text((essays / "gap.txt").read_text()[:2500])
+    (a / "sub" / "y.md").write_text((essays / "gap.txt").read_text()[2500:5000])
+    (b / "x.md").write_text((essays / "gap.txt").read_text()[5000:7500])
+    for args in ([str(a / "x.md"), str(b / "x.md")], [str(a), str(b)]):
+        clash = CliRunner().invoke(cli, ["ingest", *args], env=env)
+        assert clash.exit_code == 1
+        assert clash.output == (
+            f"Error: {a / 'x.md'} and {b / 'x.md'} would both be document 'x.md' (the second "
+            "would replace the first): ingest one of them with --document, or each folder "
+            "with --document-prefix\n"
+        )
+        assert not Path(env["CAM_STORE"]).exists()  # refused before anything was written
+    result = run(env, "ingest", str(a), "--document-prefix", "notes/", "--theta", "0.3")
+    assert result.exit_code == 0, result.output
+    assert run(env, "ingest", str(b), "--document-prefix", "b").exit_code == 0
+    # A folder and a file in it are one source, not a clash.
+    assert run(env, "ingest", str(a), str(a / "x.md")).exit_code == 0
+    ids = [d["id"] for d in stats(env)["document_list"]]
+    assert ids == ["b/x.md", "notes/sub/y.md", "notes/x.md", "sub/y.md", "x.md"]
+    for args, expected in (
+        (["-", "--document-prefix", "p"], "--document-prefix is for files and folders"),
+        ([str(a / "x.md"), "--document", "d", "--document-prefix", "p"], "give one of them"),
+        ([str(a), "--document-prefix", "/"], "--document-prefix is empty"),
+    ):
+        refused = CliRunner().invoke(cli, ["ingest", *args], env=env, input="text")
+        assert refused.exit_code == 1 and expected in refused.output, refused.output
+    assert [d["id"] for d in stats(env)["document_list"]] == ids
 
 
 def test_no_op_reingest_and_interrupt_messages(
@@ -295,7 +406,7 @@ def test_no_op_reingest_and_interrupt_messages(
     assert [d["id"] for d in partial] == ["other.txt"] and 0 < partial[0]["chunks"] < partial[0][
         "total"
     ]
-    assert "other.txt: 2 of" in run(env, "stats").output
+    assert "other.txt  2 of" in run(env, "stats").output
     monkeypatch.setattr(IngestPipeline, "_add_batch", original)
     assert run(env, "ingest", str(other), "--batch-size", "1").exit_code == 0
     assert stats(env)["partial_documents"] == []
@@ -357,6 +468,42 @@ def test_memories_are_listed_and_one_is_deleted(env: dict[str, str], text_file: 
             assert rows == (0,), table
     again = CliRunner().invoke(cli, ["delete", "--memory", "one", "--yes"], env=env)
     assert again.exit_code == 1 and "no memory 'one'" in again.output
+
+
+def test_documents_are_deleted_after_every_id_is_checked(
+    env: dict[str, str], text_file: Path
+) -> None:
+    other = text_file.with_name("other.txt")
+    other.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[8000:14000])
+    run(env, "ingest", str(text_file), str(other), "--theta", "0.3", "--batch-size", "4")
+    before = stats(env)
+    chunks = {d["id"]: d["chunks"] for d in before["document_list"]}
+    unknown = CliRunner().invoke(
+        cli, ["delete", "--document", "gap.txt", "--document", "gap.tx", "--yes"], env=env
+    )
+    assert unknown.exit_code == 1
+    assert unknown.output == (
+        "Error: no document 'gap.tx' in memory 'default': its documents are gap.txt, other.txt\n"
+    )
+    refused = CliRunner().invoke(cli, ["delete", "--document", "gap.txt"], env=env, input="n\n")
+    assert refused.exit_code == 1
+    assert "delete 1 document (gap.txt) from memory 'default' in " in refused.output
+    assert stats(env) == before
+    deleted = run(env, "delete", "--document", "gap.txt", "--yes")
+    assert deleted.exit_code == 0, deleted.output
+    line = deleted.output.strip()
+    assert line.startswith(f"deleted document 'gap.txt': {chunks['gap.txt']} chunks removed; ")
+    after = stats(env)
+    assert [d["id"] for d in after["document_list"]] == ["other.txt"]
+    assert after["levels"][0]["nodes"] == chunks["other.txt"]
+    as_json = run(env, "delete", "--document", "other.txt", "--yes", "--json")
+    report = json.loads(as_json.output)
+    assert report["deleted"] == "document" and report["document"] == "other.txt"
+    assert report["chunks_removed"] == chunks["other.txt"]
+    assert {"summaries_written", "summaries_removed", "levels"} <= set(report)
+    empty = stats(env)
+    assert empty["documents"] == 0 and empty["levels"] == []
+    assert json.loads(run(env, "memories", "--json").output) == ["default"]  # still there
 
 
 def test_an_ingest_that_fails_leaves_no_store_behind(env: dict[str, str], tmp_path: Path) -> None:

@@ -108,3 +108,18 @@ def test_reingesting_keeps_views_and_a_new_document_gets_its_own(
     assert report["documents"] == 1  # only the new document was paginated
     pages = json.loads(run(env, "stats", "--json").output)["views"]["readagent"]["page"]
     assert pages > before["readagent"]["page"]
+
+
+def test_a_document_updated_by_removals_only_gets_its_view_built_again(
+    env: dict[str, str], book: Path
+) -> None:
+    # Paragraphs of 120 words: each one chunk, so cutting the last ones only removes.
+    words = book.read_text().split()
+    paragraphs = [" ".join(words[i : i + 120]) for i in range(0, 120 * 30, 120)]
+    book.write_text("\n\n".join(paragraphs))
+    assert run(env, "ingest", str(book), "--view", "readagent").exit_code == 0
+    book.write_text("\n\n".join(paragraphs[:20]))
+    result = run(env, "ingest", str(book), "--view", "readagent", "--json")
+    *_, ingested, view = [json.loads(line) for line in result.output.splitlines()]
+    assert ingested["chunks_added"] == 0 < ingested["chunks_removed"]
+    assert view["view"] == "readagent" and view["documents"] == 1

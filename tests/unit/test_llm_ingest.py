@@ -115,7 +115,8 @@ def test_cli_reports_llm_calls_and_a_dead_endpoint_leaves_no_batch(tmp_path: Pat
         args = ["ingest", str(text_file), "--summarizer", "openai", "--theta", "0.3", "--json"]
         result = CliRunner().invoke(cli, args, env=env)
         assert result.exit_code == 0, result.output
-        batches = [json.loads(line) for line in result.output.splitlines()]
+        *batches, run = [json.loads(line) for line in result.output.splitlines()]
+        assert run["kind"] == "run" and run["llm_calls"] == len(server.requests)
         assert sum(b["llm_calls"] for b in batches) == len(server.requests) > 0
         assert all(b["summarizer"] == "openai:scripted" for b in batches)
     # An endpoint that rejects the calls: a new document fails with one line naming the

@@ -31,7 +31,16 @@ from cam_engine.store.sqlite import SqliteStore
 from tests.conftest import shared_file
 
 T = TypeVar("T")
-TOOLS = {"ingest_text", "ingest_file", "ask", "search", "show_node", "stats", "memories"}
+TOOLS = {
+    "ingest_text",
+    "ingest_file",
+    "delete_document",
+    "ask",
+    "search",
+    "show_node",
+    "stats",
+    "memories",
+}
 QUESTION = "Where did Walton twice hire himself as an under-mate?"
 ANSWER = "Greenland whaler"
 
@@ -86,7 +95,7 @@ def error(result: CallToolResult) -> str:
     return text
 
 
-def test_seven_tools_each_with_a_schema_and_a_description(tmp_path: Path) -> None:
+def test_eight_tools_each_with_a_schema_and_a_description(tmp_path: Path) -> None:
     async def scenario(client: Client) -> None:
         listed = {t.name: t for t in (await client.list_tools()).tools}
         assert set(listed) == TOOLS
@@ -100,6 +109,11 @@ def test_seven_tools_each_with_a_schema_and_a_description(tmp_path: Path) -> Non
         assert listed["ingest_text"].input_schema["required"] == ["text", "document"]
         assert listed["show_node"].input_schema["required"] == ["node_id"]
         assert listed["search"].annotations and listed["search"].annotations.read_only_hint
+        assert listed["delete_document"].input_schema["required"] == ["document"]
+        # Deleting, and ingesting under an id the memory holds, replace what was there.
+        for name in ("delete_document", "ingest_text", "ingest_file"):
+            hints = listed[name].annotations
+            assert hints and hints.destructive_hint and not hints.read_only_hint, name
 
     serve(tools_for(tmp_path / "s.db"), scenario)
 
@@ -138,6 +152,44 @@ def test_ingest_then_ask_search_show_and_stats(tmp_path: Path, letter: str) -> N
         assert stats["embedder"]["model"] == "hashing:64"
         listed = data(await client.call_tool("memories", {}))
         assert listed == {"store": str(tmp_path / "s.db"), "memories": ["m"], "serving": "m"}
+
+    serve(tools_for(tmp_path / "s.db"), scenario)
+
+
+def test_an_update_and_a_deletion_report_what_they_did(tmp_path: Path, letter: str) -> None:
+    """ingest_text under a known id updates the document (its unchanged chunks kept);
+    delete_document removes one document and leaves the other whole, and the reads see
+    it gone."""
+    other = shared_file("haystacks/gutenberg/pg1342.txt").read_text(encoding="utf-8")[20_000:26_000]
+    cut = letter.index("\n\n", 9_000)  # the letter's last paragraphs are replaced
+    revised = letter[:cut] + "\n\nThe ice closed around the ship before the sun rose."
+
+    async def scenario(client: Client) -> None:
+        first = data(await client.call_tool("ingest_text", {"text": letter, "document": "f"}))
+        data(await client.call_tool("ingest_text", {"text": other, "document": "b"}))
+        update = data(await client.call_tool("ingest_text", {"text": revised, "document": "f"}))
+        assert update["documents"] == ["f"]
+        assert 0 < update["chunks_removed"] < first["chunks_added"]
+        assert update["chunks_kept"] == first["chunks_added"] - update["chunks_removed"]
+        assert update["chunks_added"] >= 1
+        (change,) = update["document_changes"]
+        assert change["version"] == 2 and change["chunks_kept"] == update["chunks_kept"]
+        stats = data(await client.call_tool("stats", {}))
+        listed = {d["id"]: d for d in stats["document_list"]}
+        assert listed["f"]["version"] == 2 and listed["b"]["version"] == 1
+        assert listed["f"]["chunks"] == update["chunks_kept"] + update["chunks_added"]
+        assert listed["f"]["updated_at"] and listed["f"]["sha256"]
+
+        deleted = data(await client.call_tool("delete_document", {"document": "b"}))
+        assert deleted["document"] == "b" and deleted["chunks_removed"] == listed["b"]["chunks"]
+        assert {"summaries_written", "summaries_removed", "seconds"} <= set(deleted)
+        after = data(await client.call_tool("stats", {}))
+        assert [d["id"] for d in after["document_list"]] == ["f"]
+        assert after["levels"][0]["nodes"] == listed["f"]["chunks"]
+        found = data(await client.call_tool("search", {"query": other[:300], "top_k": 20}))
+        assert found["nodes"] and all(n["document"] in ("f", None) for n in found["nodes"])
+        text = error(await client.call_tool("delete_document", {"document": "b"}))
+        assert text == "no document 'b' in memory 'm': its documents are f"
 
     serve(tools_for(tmp_path / "s.db"), scenario)
 
@@ -186,6 +238,10 @@ def test_engine_and_argument_errors_are_one_line_tool_errors(tmp_path: Path, let
         assert text == "invalid arguments for ask: question: Field required"
         text = error(await client.call_tool("ask", {"question": QUESTION, "strategy": "lookup"}))
         assert "no readagent view" in text
+        text = error(await client.call_tool("delete_document", {"document": "g"}))
+        assert text == "no document 'g' in memory 'm': its documents are f"
+        text = error(await client.call_tool("delete_document", {"document": ""}))
+        assert text.startswith("invalid arguments for delete_document: document:")
         assert error(await client.call_tool("ingest_text", {"text": " ", "document": "g"})) == (
             "document 'g' is empty"
         )

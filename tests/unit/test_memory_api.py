@@ -133,3 +133,36 @@ def test_an_extractive_answer_cites_the_evidence_span_of_each_sentence(tmp_path:
         "end_char",
         "citation",
     }
+
+
+def test_documents_are_deleted_only_once_every_id_is_known(tmp_path: Path) -> None:
+    essay = shared_file("haystacks/paul_graham/gap.txt").read_text()
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        memory.ingest_documents([("a", essay[:3000]), ("b", essay[3000:6000])], batch_size=4)
+        memory.ingest_text(essay[6000:9000], "c", batch_size=4)
+        before = memory.stats()
+        with pytest.raises(NotFoundError) as missing:
+            memory.delete_documents(["a", "b", "d"])
+        assert str(missing.value) == "no document 'd' in memory 'm': its documents are a, b, c"
+        assert memory.stats() == before  # a and b are still there
+        heard: list[str | None] = []
+        reports = memory.delete_documents(
+            ["a", "c", "a"], on_deleted=lambda r: heard.append(r.document)
+        )
+        assert heard == ["a", "c"] and [r.document for r in reports] == heard
+        chunks = {d["id"]: d["chunks"] for d in before["document_list"]}
+        assert [r.chunks_removed for r in reports] == [chunks["a"], chunks["c"]]
+        assert [d.id for d in memory.documents()] == ["b"]
+        assert {c.doc_id for c in memory.chunks()} == {"b"}
+
+
+def test_ingest_names_a_folders_documents_with_a_prefix(tmp_path: Path) -> None:
+    folder = tmp_path / "essays"
+    folder.mkdir()
+    text_file(folder)
+    with Memory.open(tmp_path / "m.db", "m", embedder=EMBEDDER, environment=NO_ENV) as memory:
+        report = memory.ingest([folder], document_prefix="pg")
+        assert not report.errors and [d.id for d in memory.documents()] == ["pg/gap.txt"]
+        with pytest.raises(InputError, match=r"would both be document 'gap\.txt'"):
+            memory.ingest([folder, text_file(tmp_path)])
+        assert [d.id for d in memory.documents()] == ["pg/gap.txt"]

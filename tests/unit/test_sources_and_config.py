@@ -10,7 +10,7 @@ import pytest
 
 from cam_engine.config import Environment, Settings, check_batch_size
 from cam_engine.errors import CamError, ConfigError, InputError
-from cam_engine.sources import Source, expand_paths, read_text
+from cam_engine.sources import CLI_OPTIONS, Source, expand_paths, read_text, unique_sources
 
 # --- read_text ----------------------------------------------------------------------------
 
@@ -144,6 +144,51 @@ def test_document_name_needs_exactly_one_file(tmp_path: Path) -> None:
     assert isinstance(result, InputError)
     (result,) = expand_paths([str(tmp_path)], document="x")
     assert isinstance(result, InputError)
+
+
+def test_a_document_prefix_goes_before_each_file_id_joined_by_a_slash(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    _tree(root, ["a.md", "sub/b.md"])
+    expected = [
+        Source("notes/a.md", root / "a.md"),
+        Source("notes/sub/b.md", root / "sub" / "b.md"),
+    ]
+    for prefix in ("notes", "notes/", " notes// "):
+        assert list(expand_paths([str(root)], document_prefix=prefix)) == expected
+    one = root / "a.md"
+    assert list(expand_paths([str(one)], document_prefix="x")) == [Source("x/a.md", one)]
+    for prefix, paths, document, message in (
+        ("/", [str(root)], None, "`document_prefix` is empty"),
+        (
+            "p",
+            ["-"],
+            None,
+            "`document_prefix` is for files and folders: name stdin with `document`",
+        ),
+        ("p", [str(one)], "d", "`document` names one document: give one of them"),
+    ):
+        (error,) = expand_paths(paths, document=document, document_prefix=prefix)
+        assert isinstance(error, InputError) and message in str(error)
+    (flag,) = expand_paths(["-"], document_prefix="p", options=CLI_OPTIONS)
+    assert "--document-prefix is for files and folders: name stdin with --document" in str(flag)
+
+
+def test_two_sources_of_one_document_id_are_refused_naming_both(tmp_path: Path) -> None:
+    _tree(tmp_path, ["a/x.md", "b/x.md", "a/y.md"])
+    a, b = tmp_path / "a", tmp_path / "b"
+    with pytest.raises(InputError) as refused:
+        unique_sources(expand_paths([str(a), str(b)]), CLI_OPTIONS)
+    assert str(refused.value) == (
+        f"{a / 'x.md'} and {b / 'x.md'} would both be document 'x.md' (the second would "
+        "replace the first): ingest one of them with --document, or each folder with "
+        "--document-prefix"
+    )
+    with pytest.raises(InputError, match="'stdin'"):
+        unique_sources(expand_paths(["-", "-"]))
+    # The same file twice (a folder and a file in it) is one source.
+    kept = unique_sources(expand_paths([str(a), str(a / "x.md"), str(tmp_path / "gone")]))
+    assert kept[:2] == [Source("x.md", a / "x.md"), Source("y.md", a / "y.md")]
+    assert len(kept) == 3 and isinstance(kept[2], InputError)
 
 
 # --- Settings -----------------------------------------------------------------------------
