@@ -184,7 +184,8 @@ class MemoryBuilder:
         change.reweighted -= change.changed_edges
         if store.count_nodes(0) == 0:
             # The last chunk went: nothing is left to summarize.
-            self._drop_levels_above(0)
+            self._drop_levels_above(0, report)
+            report.top_summaries_removed += len(cover)
             return
         while change:
             change = self._update_level(change, report)
@@ -311,7 +312,7 @@ class MemoryBuilder:
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
         if level + 1 > self.settings.max_levels or n_clusters > MIN_SHRINK * n_nodes:
             # This level is the top: whatever was built above it no longer belongs.
-            self._drop_levels_above(level)
+            self._drop_levels_above(level, report)
             return LevelChange(level + 1)
         if store.count_nodes(level + 1) == 0:
             touched = set(store.labels_at_level(level))  # the level above is new: build it whole
@@ -464,12 +465,13 @@ class MemoryBuilder:
             )
         return labels - renamed.keys()
 
-    def _drop_levels_above(self, level: int) -> None:
+    def _drop_levels_above(self, level: int, report: BatchReport) -> None:
         for upper in range(level + 1, self.settings.max_levels + 2):
             ids = [n.id for n in self.store.infos_at_level(upper)]
             if not ids:
                 break
             self.store.delete_nodes(ids)
+            report.top_summaries_removed += len(ids)
 
     # --- summaries of the next level ------------------------------------------------
     def _update_summaries(

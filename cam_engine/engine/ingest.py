@@ -411,6 +411,8 @@ class IngestPipeline:
                 present = store.existing_ids(c.id for c in batch)
                 new = [c for c in batch if c.id not in present]
             report.chunks_skipped = len(batch) - len(new)
+            if stream:
+                report.chunks_kept = report.chunks_skipped  # as stored at their positions
             if new or removed or moved:
                 nodes = self._chunk_nodes(new, prepared, clock)
                 self._save_settings_once(store)

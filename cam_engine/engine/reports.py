@@ -42,6 +42,7 @@ class BatchReport:
     chunks_total: int | None = None  # of this document, when known up front
     top_nodes: int = 0  # nodes of the top level after the batch (0: one root, no cover)
     top_summaries_written: int = 0  # covering top-level summaries written anew
+    top_summaries_removed: int = 0  # covering summaries (and levels dropped) gone
     summaries_rewritten: int = 0  # again, with a larger budget: they repeated a node's text
 
     @property
@@ -51,7 +52,8 @@ class BatchReport:
 
     @property
     def summaries_removed(self) -> int:
-        return sum(level.summaries_removed for level in self.levels)
+        removed = sum(level.summaries_removed for level in self.levels)
+        return removed + self.top_summaries_removed
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

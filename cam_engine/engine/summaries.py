@@ -178,7 +178,12 @@ class SummaryWriter:
 
     def build_cover(self, old: Cover, report: BatchReport) -> None:
         """Group the roots (nodes without a parent) into covering levels until one level
-        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``)."""
+        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``).
+        The covering nodes of ``old`` not put back are counted as removed."""
+        self._build_cover(old, report)
+        report.top_summaries_removed += len(old)
+
+    def _build_cover(self, old: Cover, report: BatchReport) -> None:
         s = self.settings
         roots = self.store.root_nodes(embeddings=True)
         if s.max_levels == 0 or not roots:
