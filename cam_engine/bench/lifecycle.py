@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from cam_engine.sources import read_text
 from cam_engine.store.base import is_neo4j_uri
 
 UPDATED, DELETED, DONOR = "pg2701.txt", "pg84.txt", "pg1342.txt"  # Moby Dick, Frankenstein
+PARAGRAPH_DOCUMENT = "moby-paragraph"  # the update's added chunks as a document of their own
 BUILD = ("pg1342.txt", "pg2701.txt", "pg1513.txt", "pg26184.txt", "paul_graham", DELETED)
 _PARAGRAPH = re.compile(r"(?:\r?\n[ \t]*){2,}")
 # The replaced paragraph fits one chunk, so the edit is one paragraph's worth of text.
@@ -102,6 +103,17 @@ def _phases(reports: Sequence[BatchReport]) -> dict[str, float]:
         for phase, seconds in r.seconds.items():
             totals[phase] = totals.get(phase, 0.0) + seconds
     return {k: round(v, 4) for k, v in totals.items() if v}
+
+
+def _levels(reports: Sequence[BatchReport]) -> list[dict[str, int]]:
+    """Each batch's level reports, as numbers (what was re-split, propagated, split,
+    written): where the work of an operation went."""
+    return [{k: int(v) for k, v in asdict(level).items()} for r in reports for level in r.levels]
+
+
+def _engine_seconds(reports: Sequence[BatchReport]) -> float:
+    """Seconds inside the batches (their transactions), embedding left out."""
+    return sum(sum(r.seconds.values()) - r.seconds.get("embed", 0.0) for r in reports)
 
 
 def summaries_by_level(reports: Sequence[BatchReport]) -> dict[str, int]:
@@ -207,6 +219,8 @@ class _Runs:
     deleted: BatchReport
     alone_s: float
     alone: IngestReport
+    in_full_s: float
+    in_full: IngestReport
 
 
 def _operations(
@@ -234,11 +248,17 @@ def _operations(
             start = time.perf_counter()
             deleted = memory.delete_document(DELETED)
             delete_s = time.perf_counter() - start
+            # For comparison: the same chunks as a new document of the full memory.
+            start = time.perf_counter()
+            in_full = memory.ingest_text("\n\n".join(new_texts), PARAGRAPH_DOCUMENT)
+            in_full_s = time.perf_counter() - start
         alone_s, alone = _alone(
             alone_at, f"{name}-alone", settings, embedder, new_texts, batch_size
         )
     kind = "neo4j" if is_neo4j_uri(str(full_at)) else "sqlite"
-    return _Runs(kind, shape, build, update_s, update, delete_s, deleted, alone_s, alone)
+    return _Runs(
+        kind, shape, build, update_s, update, delete_s, deleted, alone_s, alone, in_full_s, in_full
+    )
 
 
 def _figures(runs: _Runs, edit: Edit, batch_size: int) -> dict[str, Any]:
@@ -267,12 +287,20 @@ def _figures(runs: _Runs, edit: Edit, batch_size: int) -> dict[str, Any]:
         "summaries_rewritten": sum(by_level.values()),
         "summaries_rewritten_by_level": by_level,
         "summaries_removed_by_level": _removed_by_level(update.batches),
+        "update_levels": _levels(update.batches),
         "update_phases_s": _phases(update.batches),
         "update_added_batches": sum(1 for b in update.batches if b.chunks_added),
         "alone_seconds": round(alone_s, 4),
         "alone_chunks": runs.alone.chunks_added,
         "alone_phases_s": _phases(runs.alone.batches),
         "update_ratio": round(update_s / alone_s, 3) if alone_s else None,
+        # The update's batches alone (its transactions: no reading or chunking of the
+        # book, no planning), and the same chunks as a new document of the full memory.
+        "update_batches_seconds": round(_engine_seconds(update.batches), 4),
+        "in_full_seconds": round(runs.in_full_s, 4),
+        "in_full_batches_seconds": round(_engine_seconds(runs.in_full.batches), 4),
+        "in_full_summaries_by_level": summaries_by_level(runs.in_full.batches),
+        "in_full_levels": _levels(runs.in_full.batches),
         "delete_seconds": round(delete_s, 4),
         "delete_chunks_removed": deleted.chunks_removed,
         "delete_summaries_written_by_level": summaries_by_level([deleted]),
