@@ -27,9 +27,10 @@ import os
 import re
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,26 @@ def _phases(reports: Sequence[BatchReport]) -> dict[str, float]:
         for phase, seconds in r.seconds.items():
             totals[phase] = totals.get(phase, 0.0) + seconds
     return {k: round(v, 4) for k, v in totals.items() if v}
+
+
+def _query_totals(
+    memory: Memory, since: dict[str, list[float]] | None = None
+) -> dict[str, list[float]]:
+    """{Cypher file: [statements, seconds]} sent so far (Neo4j; empty on SQLite), or
+    since the totals ``since``, costliest first."""
+    calls = getattr(memory.store, "query_calls", None)
+    seconds = getattr(memory.store, "query_seconds", None)
+    if not isinstance(calls, Counter) or not isinstance(seconds, Counter):
+        return {}
+    earlier = since or {}
+    totals = {
+        q: [calls[q] - earlier.get(q, [0, 0.0])[0], seconds[q] - earlier.get(q, [0, 0.0])[1]]
+        for q in calls
+    }
+    if since is None:
+        return totals
+    ranked = sorted((q for q in totals if totals[q][0]), key=lambda q: -totals[q][1])
+    return {q: [totals[q][0], round(totals[q][1], 4)] for q in ranked}
 
 
 def _levels(reports: Sequence[BatchReport]) -> list[dict[str, int]]:
@@ -221,6 +242,7 @@ class _Runs:
     alone: IngestReport
     in_full_s: float
     in_full: IngestReport
+    update_queries: dict[str, list[float]] = field(default_factory=dict)  # Neo4j only
 
 
 def _operations(
@@ -243,7 +265,9 @@ def _operations(
                 build[key], _ = _timed_ingest(memory, [sources[key]], batch_size)
             shape = _shape(memory)
             before = {n.id for n in memory.document_chunks(UPDATED)}
+            queries = _query_totals(memory)
             update_s, update = _timed_ingest(memory, [edited], batch_size)
+            update_queries = _query_totals(memory, since=queries)
             new_texts = [n.text for n in memory.document_chunks(UPDATED) if n.id not in before]
             start = time.perf_counter()
             deleted = memory.delete_document(DELETED)
@@ -256,9 +280,11 @@ def _operations(
             alone_at, f"{name}-alone", settings, embedder, new_texts, batch_size
         )
     kind = "neo4j" if is_neo4j_uri(str(full_at)) else "sqlite"
-    return _Runs(
+    runs = _Runs(
         kind, shape, build, update_s, update, delete_s, deleted, alone_s, alone, in_full_s, in_full
     )
+    runs.update_queries = update_queries
+    return runs
 
 
 def _figures(runs: _Runs, edit: Edit, batch_size: int) -> dict[str, Any]:
@@ -288,6 +314,7 @@ def _figures(runs: _Runs, edit: Edit, batch_size: int) -> dict[str, Any]:
         "summaries_rewritten_by_level": by_level,
         "summaries_removed_by_level": _removed_by_level(update.batches),
         "update_levels": _levels(update.batches),
+        "update_queries": runs.update_queries or None,
         "update_phases_s": _phases(update.batches),
         "update_added_batches": sum(1 for b in update.batches if b.chunks_added),
         "alone_seconds": round(alone_s, 4),
@@ -301,6 +328,7 @@ def _figures(runs: _Runs, edit: Edit, batch_size: int) -> dict[str, Any]:
         "in_full_batches_seconds": round(_engine_seconds(runs.in_full.batches), 4),
         "in_full_summaries_by_level": summaries_by_level(runs.in_full.batches),
         "in_full_levels": _levels(runs.in_full.batches),
+        "in_full_phases_s": _phases(runs.in_full.batches),
         "delete_seconds": round(delete_s, 4),
         "delete_chunks_removed": deleted.chunks_removed,
         "delete_summaries_written_by_level": summaries_by_level([deleted]),

@@ -17,11 +17,9 @@ def test_paragraphs_are_trimmed_spans_between_blank_lines() -> None:
 
 
 def test_the_edit_replaces_the_first_fitting_paragraph_past_the_middle() -> None:
-    book = "\n\n".join(
-        [words(100, "early"), words(30, "short"), words(400, "long"), words(120, "target")]
-        + [words(90, "late")]
-    )
-    donor = "\n\n".join([words(120, "front")] + [words(n, f"d{n}") for n in (50, 118, 121, 300)])
+    sizes = [(100, "early"), (30, "short"), (400, "long"), (120, "target"), (90, "late")]
+    book = "\n\n".join(words(n, word) for n, word in sizes)
+    donor = "\n\n".join([words(120, "front"), *(words(n, f"d{n}") for n in (50, 118, 121, 300))])
     edit = middle_edit(book, donor)
     assert edit.old == words(120, "target")
     assert edit.new == words(121, "d121")  # closest in tokens; front matter skipped
