@@ -4,9 +4,10 @@ the memory's rows after each of its transactions), then killed at every checkpoi
 a subprocess, and run again.
 
 Run as ``python -m tests.lifecycle_crash OP DB TARGET`` it is that subprocess: OP is
-``update`` (TARGET: the file to ingest, named as the stored document) or ``delete``
-(TARGET: the document id), on memory ``m`` of the SQLite file DB. The fault knob comes
-from the environment (CAM_CRASH_AT, cam_engine/faults.py).
+``update`` (TARGET: the file to ingest, named as the stored document), ``stdin`` (that
+file's text piped, under the file's name) or ``delete`` (TARGET: the document id), on
+memory ``m`` of the SQLite file DB. The fault knob comes from the environment
+(CAM_CRASH_AT, cam_engine/faults.py).
 """
 
 from __future__ import annotations
@@ -68,6 +69,14 @@ def second_version() -> list[str]:
     return v2
 
 
+def piped_version() -> list[str]:
+    """The text piped on stdin: one paragraph replaced in place, the last three gone
+    (the stream's last transaction removes the chunks past its end)."""
+    piped = first_version()[:-3]
+    piped[8] = paragraph(3, 108)
+    return piped
+
+
 def other_document() -> list[str]:
     """The deleted document: its paragraphs share topics (and clusters) with the other."""
     return [paragraph(i % 4, 200 + i) for i in range(12)]
@@ -84,12 +93,22 @@ def perform(
     with open_memory(db) as memory:
         if op == "update":
             report = memory.ingest([target], batch_size=BATCH, on_batch=on_batch)
-            if report.errors:
-                raise InputError(report.errors[0].message)
+        elif op == "stdin":  # the text of file ``target`` piped under the file's name
+            with open(target, encoding="utf-8") as stream:
+                report = memory.ingest(
+                    ["-"],
+                    document=Path(target).name,
+                    stdin=stream,
+                    batch_size=BATCH,
+                    on_batch=on_batch,
+                )
         elif op == "delete":
             memory.delete_document(target)
+            return
         else:
             raise ValueError(f"unknown operation {op!r}")
+        if report.errors:
+            raise InputError(report.errors[0].message)
 
 
 def rows_of(db: Path) -> Rows:

@@ -27,6 +27,7 @@ from tests.lifecycle_crash import (
     open_memory,
     other_document,
     perform,
+    piped_version,
     rows_of,
     second_version,
     text_of,
@@ -45,6 +46,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / "v1" / name).write_text(text_of(paragraphs), encoding="utf-8")
     (root / "v2").mkdir()
     (root / "v2" / UPDATED).write_text(text_of(second_version()), encoding="utf-8")
+    (root / "piped").mkdir()
+    (root / "piped" / UPDATED).write_text(text_of(piped_version()), encoding="utf-8")
     with open_memory(root / "template.db") as memory:
         report = memory.ingest([root / "v1" / UPDATED, root / "v1" / DELETED], batch_size=8)
         assert not report.errors
@@ -93,6 +96,30 @@ def test_update_killed_at_every_checkpoint_is_whole_batches_and_the_rerun_finish
         assert resumed == reference.final, f"{point}: the rerun's memory differs"
         check_invariants(db)
     assert stopped_between_batches > 0, "no kill left the update between its batches"
+
+
+def test_stdin_update_killed_at_every_checkpoint_is_whole_batches_and_the_rerun_finishes(
+    folder: Path, tmp_path: Path
+) -> None:
+    # Piped text under a known name replaces chunks position by position, batch by
+    # batch; a last transaction removes the chunks past the stream's end.
+    target = str(folder / "piped" / UPDATED)
+    reference = clean_run("stdin", folder / "template.db", tmp_path / "clean.db", target)
+    texts = chunk_texts(reference.final)
+    assert texts[UPDATED] == piped_version()
+    assert len(reference.states) >= 3, "a batch that replaces, then the end of the stream"
+    for point in points(reference):
+        db = tmp_path / f"{point.replace(':', '-')}.db"
+        copy_memory(folder / "template.db", db)
+        assert crashed_run("stdin", db, target, point) == -9, f"{point}: not killed"
+        crashed = rows_of(db)
+        assert crashed in reference.states, f"{point}: a mix, {mixed(reference, crashed)}"
+        check_invariants(db)
+        perform("stdin", db, target)
+        resumed = rows_of(db)
+        assert chunk_texts(resumed) == texts, f"{point}: chunks after the rerun"
+        assert resumed == reference.final, f"{point}: the rerun's memory differs"
+        check_invariants(db)
 
 
 def test_delete_killed_at_every_checkpoint_is_old_or_new_and_the_rerun_finishes(
