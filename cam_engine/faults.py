@@ -75,6 +75,13 @@ def arm(plan: FaultPlan | None) -> None:
         _hits.clear()
 
 
+def hits() -> dict[str, int]:
+    """Each checkpoint's hits since the last ``arm`` (a test arms ``FaultPlan()``, which
+    stops nowhere, to count the points a run passes before killing it at each)."""
+    with _lock:
+        return dict(_hits)
+
+
 def checkpoint(name: str) -> None:
     """Crash or pause here if the fault plan names this hit; otherwise nothing."""
     plan = _plan

@@ -78,6 +78,53 @@ def bench_ingest(
         raise click.ClickException(str(exc)) from exc
 
 
+@bench.command("lifecycle")
+@click.option("--batch-size", default=64, show_default=True)
+@click.option(
+    "--store",
+    "store",
+    help="Folder for the benchmark's SQLite files (default: a temp dir), or a bolt:// or "
+    "neo4j:// URI to measure Neo4j (memories bench-lifecycle-PID*, deleted afterwards).",
+)
+@click.option(
+    "--embed-model",
+    default=None,
+    help="Embedding model (default: the memory default); openai:NAME for an API at "
+    "$CAM_EMBED_BASE_URL.",
+)
+@device_option
+@click.option(
+    "--cached-vectors",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Read and save chunk and summary vectors in this .npz, so a second run times the "
+    "engine alone.",
+)
+def bench_lifecycle(
+    batch_size: int,
+    store: str | None,
+    embed_model: str | None,
+    device: str | None,
+    cached_vectors: Path | None,
+) -> None:
+    """Update a paragraph of Moby Dick and delete Frankenstein in a memory of the shared
+    books and essays; print seconds, summaries rewritten and ratios to ingest."""
+    from cam_engine.bench.lifecycle import run
+    from cam_engine.errors import CamError
+
+    try:
+        figures = run(
+            shared_data_dir(),
+            batch_size=batch_size,
+            store=store,
+            embed_model=embed_model,
+            device=device or Environment.from_env().embed_device,
+            cached_vectors=cached_vectors,
+        )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo_json(figures)
+
+
 @bench.command("ask")
 @click.option(
     "--cold",

@@ -44,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 EdgeKey = tuple[str, str]
 _WEIGHT_EPSILON = 1e-9
+# A chunk edge scored again from its float32 vectors differs from its stored score in
+# the last bits (another summation order than the batch's matrix product): a change
+# this small is no change, or every moved chunk's edges would be rewritten and re-split.
+_SCORE_TOLERANCE = 1e-6
 # A level is built only when its clusters are at most this share of the nodes below:
 # a level that barely shrinks adds summaries that mostly restate their members.
 MIN_SHRINK = 0.75
@@ -167,10 +171,16 @@ class MemoryBuilder:
                 ]
                 store.delete_nodes(gone)
             if moved:
+                # Only a chunk whose position changes needs its edges scored again: an
+                # edge's proximity part depends on positions, not on offsets, which
+                # move for every chunk after an edit that changed the text's length.
+                was = store.get_nodes([n.id for n in moved])
+                shifted = [n for n in moved if n.id not in was or was[n.id].position != n.position]
                 store.upsert_nodes(moved)
-                vanished, reweighted = self._rescore_moved(moved)
-                change.changed_edges |= vanished
-                change.reweighted |= reweighted
+                if shifted:
+                    vanished, reweighted = self._rescore_moved(shifted)
+                    change.changed_edges |= vanished
+                    change.reweighted |= reweighted
             if added:
                 # Candidates first, while the store holds only older chunks: a top-k
                 # then needs no room for the batch's own chunks.
@@ -219,7 +229,7 @@ class MemoryBuilder:
             )
             if score[0] < s.theta:
                 vanished.add((a, b))
-            elif abs(float(score[0]) - store.neighbours([a])[a][b]) > _WEIGHT_EPSILON:
+            elif abs(float(score[0]) - store.neighbours([a])[a][b]) > _SCORE_TOLERANCE:
                 reweighted.append(
                     Edge.make(a, b, 0, float(score[0]), cosine=cosine, proximity=float(prox[0]))
                 )
