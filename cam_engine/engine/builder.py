@@ -174,9 +174,9 @@ class MemoryBuilder:
                 # Only a chunk whose position changes needs its edges scored again: an
                 # edge's proximity part depends on positions, not on offsets, which
                 # move for every chunk after an edit that changed the text's length.
-                was = store.get_nodes([n.id for n in moved])
+                was = store.infos([n.id for n in moved])
                 shifted = [n for n in moved if n.id not in was or was[n.id].position != n.position]
-                store.upsert_nodes(moved)
+                store.place_chunks(moved)
                 if shifted:
                     vanished, reweighted = self._rescore_moved(shifted)
                     change.changed_edges |= vanished

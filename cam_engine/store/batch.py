@@ -286,6 +286,20 @@ class BatchStore:
             self._change.nodes[n.id] = n
             self._read[n.id] = n
 
+    def place_chunks(self, chunks: Sequence[Node]) -> None:
+        """Move stored chunks (position, text, offsets) without writing their vectors."""
+        for c in chunks:
+            self._s.put_node(NodeInfo.of(c))
+            self._read[c.id] = c
+            if c.id in self._change.nodes:  # written this batch: write it whole again
+                self._change.nodes[c.id] = c
+            else:
+                self._change.placed[c.id] = c
+
+    def infos(self, ids: Iterable[str]) -> dict[str, NodeInfo]:
+        """Nodes without text or vector (no store call)."""
+        return {i: self._s.nodes[i] for i in ids if i in self._s.nodes}
+
     def delete_nodes(self, ids: Iterable[str]) -> None:
         gone = set(ids)
         for node_id in gone:  # all noted first: the links among them are stored ones

@@ -39,6 +39,7 @@ class GraphChange:
     stale_views: set[str] = field(default_factory=set)  # documents whose views go
     deleted_nodes: set[str] = field(default_factory=set)
     nodes: dict[str, Node] = field(default_factory=dict)
+    placed: dict[str, Node] = field(default_factory=dict)  # chunks moved, vectors kept
     deleted_edges: set[EdgeKey] = field(default_factory=set)
     edges: dict[EdgeKey, Edge] = field(default_factory=dict)
     deleted_replicas: set[str] = field(default_factory=set)
@@ -55,6 +56,7 @@ class GraphChange:
             or self.stale_views
             or self.deleted_nodes
             or self.nodes
+            or self.placed
             or self.deleted_edges
             or self.edges
             or self.deleted_replicas
@@ -78,6 +80,7 @@ class GraphChange:
         self.deleted_nodes |= gone
         for node_id in gone:
             self.nodes.pop(node_id, None)
+            self.placed.pop(node_id, None)
             self.members.pop(node_id, None)
         self.edges = {k: e for k, e in self.edges.items() if not (gone & set(k))}
         # Deletions of edges stay (after the node's, a no-op): if the node is kept after
@@ -132,6 +135,8 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
         store.delete_edges(sorted(change.deleted_edges))
     if change.deleted_replicas:
         store.delete_replicas(sorted(change.deleted_replicas))
+    if change.placed:
+        store.place_chunks([change.placed[i] for i in sorted(change.placed)])
     if change.nodes:
         store.upsert_nodes(list(change.nodes.values()))
         checkpoint("writing")  # fault injection (cam_engine/faults.py): mid-write

@@ -384,6 +384,19 @@ class Neo4jStore:
         if summaries:
             self._run("upsert_summaries", rows=summaries, vector_label=label)
 
+    def place_chunks(self, chunks: Sequence[Node]) -> None:
+        rows = [
+            {
+                "id": c.id,
+                "position": c.position,
+                "text": c.text,
+                "props": json.dumps(c.props, sort_keys=True),
+            }
+            for c in chunks
+        ]
+        if rows:
+            self._run("place_chunks", rows=rows)
+
     def delete_nodes(self, ids: Iterable[str]) -> None:
         self._run("delete_nodes", ids=sorted(set(ids)))
 

@@ -418,6 +418,15 @@ class SqliteStore:
             if n.embedding is not None and n.level in self._vectors:
                 self._vectors[n.level].put(n.id, np.asarray(n.embedding, dtype=np.float32))
 
+    def place_chunks(self, chunks: Sequence[Node]) -> None:
+        self._conn.executemany(
+            "UPDATE nodes SET position = ?, text = ?, props = ? WHERE memory = ? AND id = ?",
+            [
+                (c.position, c.text, json.dumps(c.props, sort_keys=True), self._memory, c.id)
+                for c in chunks
+            ],
+        )
+
     def delete_nodes(self, ids: Iterable[str]) -> None:
         ids_json = _ids(ids)
         m = self._memory

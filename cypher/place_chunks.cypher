@@ -1,0 +1,18 @@
+// Kept chunks of an updated document at their new place: position, text (its white
+// space) and offsets (props). Their vectors stay. Reading-order links (NEXT) are made
+// again from the positions as they are now.
+// params: $memory, $rows
+UNWIND $rows AS row
+MATCH (n:Chunk {memory: $memory, id: row.id})
+SET n.position = row.position, n.text = row.text, n.props = row.props
+WITH n
+CALL (n) {
+  MATCH (n)-[old:NEXT]-()
+  DELETE old
+}
+WITH n
+OPTIONAL MATCH (prev:Chunk {memory: $memory, doc_id: n.doc_id, position: n.position - 1})
+FOREACH (p IN CASE WHEN prev IS NULL THEN [] ELSE [prev] END | MERGE (p)-[:NEXT]->(n))
+WITH n
+OPTIONAL MATCH (next:Chunk {memory: $memory, doc_id: n.doc_id, position: n.position + 1})
+FOREACH (x IN CASE WHEN next IS NULL THEN [] ELSE [next] END | MERGE (n)-[:NEXT]->(x))
