@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah", "books")
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
+# What each stage of run_eval's progress is called, and what it counts.
+STAGES = {
+    "build": ("building memories", "documents"),
+    "churn": ("deleting documents and ingesting them again", "documents"),
+    "questions": ("asking", "questions"),
+}
 
 
 def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
@@ -46,7 +52,7 @@ class _Bar:
         if stage != self.stage:
             self.close()
             self.stage, self.done = stage, 0
-            label = "building memories" if stage == "build" else "asking"
+            label = STAGES[stage][0]
             self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(done - self.done)
@@ -79,8 +85,7 @@ class _Ticker:
         if now - self.last < self.interval:
             return
         self.last = now
-        what = "building memories" if stage == "build" else "asking"
-        unit = "documents" if stage == "build" else "questions"
+        what, unit = STAGES[stage]
         elapsed = now - self.started
         self.write(f"cam eval: {what}, {done}/{total} {unit} done, {elapsed:.0f} s elapsed")
 

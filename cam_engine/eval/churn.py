@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -56,11 +56,17 @@ def churn(
     texts: Mapping[str, str],
     *,
     batch_size: int = 64,
+    on_deleted: Callable[[int], None] | None = None,
 ) -> ChurnReport:
     """Delete each of ``doc_ids`` from ``memory``, then ingest their ``texts`` again, the
-    short ones packed into shared batches as the first build did."""
+    short ones packed into shared batches as the first build did. ``on_deleted(n)``
+    after the n-th delete: a delete can take seconds (it re-clusters what it touched)."""
     started = time.perf_counter()
-    deletes = [memory.delete_document(doc_id) for doc_id in doc_ids]
+    deletes = []
+    for doc_id in doc_ids:
+        deletes.append(memory.delete_document(doc_id))
+        if on_deleted is not None:
+            on_deleted(len(deletes))
     deleted = time.perf_counter()
     report = memory.ingest_documents(
         [(doc_id, texts[doc_id]) for doc_id in doc_ids], batch_size=batch_size

@@ -341,7 +341,7 @@ def run_eval(
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
         if mine := [doc for doc in doc_ids if doc in churned]:
             for churning in (m for m in (memory, flat) if m is not None):
-                churns.append(churn(churning, mine, texts, batch_size=BATCH_SIZE))
+                churns.append(_churn(churning, mine, texts, notify))
                 llm_calls += churns[-1].llm_calls
         for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
             from cam_engine.adapters.registry import VIEW_BUILDERS
@@ -390,6 +390,21 @@ def run_eval(
             if scope.ablation is not None:
                 scope.ablation.close()
     return run
+
+
+def _churn(
+    memory: Memory, doc_ids: list[str], texts: dict[str, str], notify: Progress
+) -> ChurnReport:
+    """``eval.churn`` on one memory, its deletes reported as stage "churn"."""
+    report = churn(
+        memory,
+        doc_ids,
+        texts,
+        batch_size=BATCH_SIZE,
+        on_deleted=lambda done: notify("churn", done, len(doc_ids)),
+    )
+    notify("churn", len(doc_ids), len(doc_ids))
+    return report
 
 
 def _score(

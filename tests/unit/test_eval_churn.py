@@ -79,6 +79,7 @@ def test_run_eval_with_churn_scores_the_same_chunks(essays: Path, tmp_path: Path
     evalset = essays_set(essays, pooled=True)
     strategies = ["bm25", "cam-prune-grow", "cam-no-flexibility"]
     once = run_eval(evalset, embedder=EMBEDDER, workdir=tmp_path / "a", strategies=strategies)
+    stages: list[tuple[str, int, int]] = []
     churned = run_eval(
         evalset,
         embedder=EMBEDDER,
@@ -86,7 +87,11 @@ def test_run_eval_with_churn_scores_the_same_chunks(essays: Path, tmp_path: Path
         strategies=strategies,
         churn_fraction=0.5,
         churn_seed=0,
+        progress=lambda stage, done, total: stages.append((stage, done, total)),
     )
+    # Each delete is reported: they take seconds on a large memory.
+    churn_steps = [step for step in stages if step[0] == "churn"]
+    assert churn_steps[:2] == [("churn", 1, 2), ("churn", 2, 2)] and len(churn_steps) >= 4
     assert "churn" not in once.build
     # Three documents: two churned, in the main memory and in the ablation's.
     assert churned.build["churn"] | {"delete_seconds": 0, "ingest_seconds": 0} == {
@@ -128,6 +133,17 @@ def test_cam_eval_churn_and_paired_with(essays: Path, tmp_path: Path) -> None:
     # bm25 reads only chunks, which churn gives back: no question moves.
     assert all(r["difference"] == 0 for r in rows if r["strategy"] == "bm25")
     assert "this run minus" in (tmp_path / "churned" / "table.md").read_text()
+
+
+def test_churn_progress_lines_name_the_stage() -> None:
+    from cam_engine.cli.eval import _Ticker
+
+    lines: list[str] = []
+    ticker = _Ticker(lines.append, interval=0.0)
+    ticker("churn", 3, 10)
+    assert lines[0].startswith(
+        "cam eval: deleting documents and ingesting them again, 3/10 documents done"
+    )
 
 
 def test_cam_eval_churn_options_are_checked(essays: Path, tmp_path: Path) -> None:
