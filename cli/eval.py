@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah", "books")
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
+# What each stage of run_eval's progress is called, and what it counts.
+STAGES = {
+    "build": ("building memories", "documents"),
+    "churn": ("deleting documents and ingesting them again", "documents"),
+    "questions": ("asking", "questions"),
+}
 
 
 def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
@@ -46,7 +52,7 @@ class _Bar:
         if stage != self.stage:
             self.close()
             self.stage, self.done = stage, 0
-            label = "building memories" if stage == "build" else "asking"
+            label = STAGES[stage][0]
             self.bar = click.progressbar(length=total, label=label, file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(done - self.done)
@@ -79,8 +85,7 @@ class _Ticker:
         if now - self.last < self.interval:
             return
         self.last = now
-        what = "building memories" if stage == "build" else "asking"
-        unit = "documents" if stage == "build" else "questions"
+        what, unit = STAGES[stage]
         elapsed = now - self.started
         self.write(f"cam eval: {what}, {done}/{total} {unit} done, {elapsed:.0f} s elapsed")
 
@@ -155,6 +160,26 @@ class _Ticker:
     "run with the same model are not embedded again.",
 )
 @click.option(
+    "--churn",
+    type=click.FloatRange(min=0.0, max=1.0, min_open=True),
+    help="After building each memory, delete this share of its documents (picked at "
+    "random by --seed) one by one and ingest them again, then ask the questions.",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="--churn: what picks the documents to churn.",
+)
+@click.option(
+    "--paired-with",
+    type=click.Path(exists=True, path_type=Path),
+    help="An earlier run's results.json (or its --out folder): print and write this run "
+    "minus that one, per strategy and budget, question by question with a paired "
+    "bootstrap interval (e.g. a churned memory against one built once).",
+)
+@click.option(
     "--books-dir",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="books only: the folder of the books the check set names (<doc>.txt).",
@@ -185,6 +210,9 @@ def eval_command(
     embed_model: str | None,
     device: str | None,
     embed_cache: Path | None,
+    churn: float | None,
+    seed: int,
+    paired_with: Path | None,
     books_dir: Path | None,
     scoped: bool,
     as_json: bool,
@@ -200,7 +228,9 @@ def eval_command(
     summary questions instead: how much of the reference summary (ROUGE-L and ROUGE-2
     recall) each context holds. For locomo PATH may be locomo10.json, the
     locomo10.zip the LoCoMo repository ships, or a folder of its per-conversation files.
-    Without a terminal, a progress line goes to stderr every 30 s.
+    Without a terminal, a progress line goes to stderr every 30 s. With --churn each
+    memory is built, then a share of its documents deleted and ingested again before
+    the questions; --paired-with compares such a run with one built once.
 
     \b
     KIND jsonl reads your own data, one JSON object per line:
@@ -224,6 +254,7 @@ def eval_command(
     import tempfile
 
     from cam_engine import Environment
+    from cam_engine.eval.compare import load_results, paired_runs
     from cam_engine.eval.contexts import strategy_names
     from cam_engine.eval.loaders import load
     from cam_engine.eval.metrics import DEFAULT_RULE
@@ -233,12 +264,16 @@ def eval_command(
         headline,
         markdown_table,
         paired_tables,
+        paired_with_tables,
         run_eval,
         scope_of,
         write_outputs,
     )
 
     if kind == "books":
+        for name, value in (("--churn", churn), ("--paired-with", paired_with)):
+            if value is not None:
+                raise click.BadParameter("not for books", param_hint=name)
         _eval_books(
             path,
             books_dir,
@@ -293,6 +328,7 @@ def eval_command(
                 raise click.ClickException(
                     f"--out {out}: cannot make it a folder ({exc.strerror})"
                 ) from exc
+        earlier = load_results(paired_with) if paired_with is not None else None
         pooled = list(scope_of(evalset)) == ["pool"]
         names = strategy_names(strategies.split(",") if strategies else None, pooled=pooled)
         # Cached by text: the ablation memory and repeated texts are embedded once.
@@ -308,9 +344,13 @@ def eval_command(
                 top_k=top_k,
                 answerer=answerer,
                 answer_budget=answer_budget,
+                churn_fraction=churn,
+                churn_seed=seed,
                 progress=bar,
             )
         embedder.save()  # a no-op without --embed-cache
+        if earlier is not None:
+            run.paired_with = {"file": str(paired_with), "rows": paired_runs(run, earlier)}
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
@@ -345,6 +385,8 @@ def eval_command(
     click.echo(markdown_table(run))
     for metric, table in paired_tables(run):
         click.echo(f"\nquestion by question ({metric.label} difference, wins/losses):\n{table}")
+    for table in paired_with_tables(run):
+        click.echo(f"\n{table}")
     answers = answer_table(run)
     if answers and answerer is not None:
         click.echo(f"\nanswers from {answer_budget} tokens of context ({answerer.backend}):")

@@ -30,6 +30,7 @@ from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
+from cam_engine.eval.churn import ChurnReport, churn, churn_totals, churned_documents
 from cam_engine.eval.contexts import (
     NEEDS_ABLATION,
     NEEDS_VIEW,
@@ -52,6 +53,7 @@ from cam_engine.eval.metrics import (
     bootstrap_ci,
     evidence_recall,
     exact_match,
+    paired_difference,
     reciprocal_rank,
     rouge,
     rouge_recall,
@@ -132,6 +134,9 @@ class EvalRun:
     scoring: str = SCORING_EVIDENCE
     excluded: list[str] = field(default_factory=list)  # ids of questions not scored
     excluded_reason: str = ""  # why: "no gold evidence" or "no reference answer"
+    # Set by ``cam eval --paired-with``: {"file": the earlier results.json, "rows": this
+    # run minus it per strategy, metric and budget (eval.compare.paired_runs)}.
+    paired_with: dict[str, Any] = field(default_factory=dict)
 
     @property
     def metrics(self) -> tuple[Metric, ...]:
@@ -177,24 +182,10 @@ class EvalRun:
             theirs = {
                 r.question_id: r.scores[key][budget] for r in self.results if r.strategy == other
             }
-            common = sorted(mine.keys() & theirs.keys())
-            if other == strategy or not common:
+            if other == strategy or not mine.keys() & theirs.keys():
                 continue
-            diffs = [mine[q] - theirs[q] for q in common]
-            mean, low, high = bootstrap_ci(diffs)
-            rows.append(
-                {
-                    "strategy": strategy,
-                    "other": other,
-                    "metric": key,
-                    "budget": budget,
-                    "difference": mean,
-                    "low": low,
-                    "high": high,
-                    "wins": sum(d > 0 for d in diffs),
-                    "losses": sum(d < 0 for d in diffs),
-                }
-            )
+            head = {"strategy": strategy, "other": other, "metric": key, "budget": budget}
+            rows.append(head | paired_difference(mine, theirs))
         return rows
 
     def answer_summary(self) -> list[dict[str, Any]]:
@@ -239,7 +230,7 @@ class EvalRun:
                 for row in self.paired(strategy, budget, metric.key)
             ],
             "results": [r.to_dict() for r in self.results],
-        }
+        } | ({"paired_with": self.paired_with} if self.paired_with else {})
 
 
 def scope_of(evalset: EvalSet) -> dict[str, list[str]]:
@@ -269,6 +260,8 @@ def run_eval(
     top_k: int = TOP_K,
     answerer: Answerer | None = None,
     answer_budget: int = 1000,
+    churn_fraction: float | None = None,
+    churn_seed: int = 0,
     progress: Progress | None = None,
 ) -> EvalRun:
     """Build the memories of ``evalset`` and score every strategy on every question.
@@ -277,6 +270,8 @@ def run_eval(
     "coverage" for paragraphs and turns that can straddle chunks, "substring" for a
     needle, whose one informative token is the number. With an ``answerer`` (an LLM),
     each strategy's context cut to ``answer_budget`` tokens is also answered and scored.
+    With ``churn_fraction``, that share of the documents (picked by ``churn_seed``) is
+    deleted from each built memory and ingested again before any question (eval.churn).
     Questions the set cannot score (``EvalSet.scorable``) are left out before anything
     is built and listed in ``EvalRun.excluded``; InputError when none is left.
     """
@@ -310,6 +305,11 @@ def run_eval(
     built: dict[str, Scope] = {}
     llm_calls = 0
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
+    churned: set[str] = set()
+    if churn_fraction is not None:
+        every = [doc for ids in scopes.values() for doc in ids]
+        churned = set(churned_documents(every, churn_fraction, churn_seed))
+    churns: list[ChurnReport] = []
     for name, doc_ids in scopes.items():
         memory = Memory.open(db, name, settings=chosen, embedder=embedder)
         flat = None
@@ -339,6 +339,10 @@ def run_eval(
         if flat is not None:
             reports.append(flat.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick))
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
+        if mine := [doc for doc in doc_ids if doc in churned]:
+            for churning in (m for m in (memory, flat) if m is not None):
+                churns.append(_churn(churning, mine, texts, notify))
+                llm_calls += churns[-1].llm_calls
         for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
             from cam_engine.adapters.registry import VIEW_BUILDERS
 
@@ -348,6 +352,8 @@ def run_eval(
         notify("build", documents_done, documents_total)
         built[name] = Scope(memory, flat, top_k=top_k)
     build["seconds"] = round(time.perf_counter() - started, 2)
+    if churn_fraction is not None:
+        build["churn"] = churn_totals(churns, churn_fraction, churn_seed)
     stats = [s.memory.stats() for s in built.values()]
     build["chunks"] = sum(s["levels"][0]["nodes"] for s in stats if s["levels"])
     build["summaries"] = sum(lv["nodes"] for s in stats for lv in s["levels"] if lv["level"] > 0)
@@ -384,6 +390,21 @@ def run_eval(
             if scope.ablation is not None:
                 scope.ablation.close()
     return run
+
+
+def _churn(
+    memory: Memory, doc_ids: list[str], texts: dict[str, str], notify: Progress
+) -> ChurnReport:
+    """``eval.churn`` on one memory, its deletes reported as stage "churn"."""
+    report = churn(
+        memory,
+        doc_ids,
+        texts,
+        batch_size=BATCH_SIZE,
+        on_deleted=lambda done: notify("churn", done, len(doc_ids)),
+    )
+    notify("churn", len(doc_ids), len(doc_ids))
+    return report
 
 
 def _score(
@@ -504,6 +525,20 @@ def paired_tables(run: EvalRun) -> list[tuple[Metric, str]]:
     return [(m, t) for m, t in tables if t]
 
 
+def paired_with_tables(run: EvalRun) -> list[str]:
+    """With ``paired_with``: per compared metric, this run minus the earlier one."""
+    if not run.paired_with:
+        return []
+    from cam_engine.eval.compare import paired_runs_table
+
+    earlier, rows = run.paired_with["file"], run.paired_with["rows"]
+    return [
+        f"{m.label}, this run minus {earlier}, question by question:\n\n"
+        + paired_runs_table(rows, m.key)
+        for m in run.compared
+    ]
+
+
 def markdown_table(run: EvalRun) -> str:
     """Each metric per strategy (rows) and budget (columns); compared metrics (recall,
     ROUGE recall) with their 95% CI, MRR without."""
@@ -533,9 +568,13 @@ def headline(run: EvalRun) -> str:
     what = noun if run.questions == 1 else noun + "s"
     if run.scoring == SCORING_SUMMARY:
         what += ", scored by ROUGE recall"
+    churned = run.build.get("churn")
+    churn = (
+        f" ({churned['documents']} documents then deleted and ingested again)" if churned else ""
+    )
     return (
         f"{run.name}: {run.questions} {what}{excluded}, memories built in "
-        f"{run.build['seconds']} s, CAM top-k {run.build['top_k']}"
+        f"{run.build['seconds']} s{churn}, CAM top-k {run.build['top_k']}"
     )
 
 
@@ -545,7 +584,7 @@ def write_outputs(run: EvalRun, out: Path) -> list[Path]:
     written = [out / "results.json", out / "table.md"]
     written[0].write_text(json.dumps(run.to_dict(), indent=1, sort_keys=True))
     paired = [f"{m.label}, question by question:\n\n{t}" for m, t in paired_tables(run)]
-    parts = [markdown_table(run), *paired, answer_table(run)]
+    parts = [markdown_table(run), *paired, *paired_with_tables(run), answer_table(run)]
     written[1].write_text("\n\n".join(p for p in parts if p) + "\n")
     from cam_engine.eval.plots import recall_plot
 
