@@ -25,7 +25,7 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.revision import Revision, plan_revision
+from cam_engine.engine.revision import Revision, placed_differently, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
@@ -372,12 +372,14 @@ class IngestPipeline:
             if plans is not None:
                 _check_plans(store, plans, self.store.memory)
                 removed = [i for p in plans.values() for i in p.removed]
-                moved = _moved_nodes(store, plans)
+                moved = _moved_nodes(
+                    store, {i: c for p in plans.values() for i, c in p.moved.items()}
+                )
             present = store.existing_ids(c.id for c in batch)
             new = [c for c in batch if c.id not in present]
             if stream:
-                replaced = store.chunk_ids_near(records[docs[0]].id, (c.position for c in new))
-                removed += sorted(replaced)
+                gone, moved = _streamed(store, records[docs[0]].id, batch, present)
+                removed += gone
             report.chunks_skipped = len(batch) - len(new)
             if new or removed or moved:
                 nodes = self._chunk_nodes(new, prepared, clock)
@@ -513,10 +515,24 @@ def _new_chunks(plan: Revision) -> list[Chunk]:
     return sorted(chunks, key=lambda c: c.position)
 
 
-def _moved_nodes(store: BatchStore, plans: dict[str, Revision]) -> list[Node]:
-    """The kept chunks that move, as nodes at their new place: same id and vector, the
-    new text's position, offsets (and white space)."""
-    moves = {i: c for p in plans.values() for i, c in p.moved.items()}
+def _streamed(
+    store: BatchStore, doc_id: str, batch: Sequence[Chunk], present: set[str]
+) -> tuple[list[str], list[Node]]:
+    """What a batch of a stream removes and moves in its document (removed ids, moved
+    nodes). A chunk stored under its id stays; it is written again at its new place when
+    it lies elsewhere (an update by text had moved it: kept chunks keep the id of their
+    first position) or at other offsets. Any other chunk is new and replaces the one at
+    its position; so does a moved one."""
+    stored = store.infos(present)
+    moves = {c.id: c for c in batch if c.id in stored and placed_differently(stored[c.id], c)}
+    arriving = [c for c in batch if c.id not in present or c.id in moves]
+    taken = store.chunk_ids_near(doc_id, (c.position for c in arriving))
+    return sorted(taken - present), _moved_nodes(store, moves)
+
+
+def _moved_nodes(store: BatchStore, moves: dict[str, Chunk]) -> list[Node]:
+    """The kept chunks that move (stored id -> chunk at its new place), as nodes: same
+    id and vector, the new text's position, offsets (and white space)."""
     stored = store.get_nodes(sorted(moves), embeddings=True)
     return [
         replace(

@@ -62,7 +62,7 @@ def plan_revision(doc_id: str, stored: Sequence[NodeInfo], new: Sequence[Chunk])
     for i, j in pairs:
         info, chunk = stored[i], new[j]
         plan.kept[info.id] = chunk
-        if _placed_differently(info, chunk):
+        if placed_differently(info, chunk):
             plan.moved[info.id] = chunk
     plan.removed = [info.id for i, info in enumerate(stored) if i not in matched_old]
     taken = {info.id for info in stored}
@@ -96,7 +96,7 @@ def _matched(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[int, int]
     return pairs
 
 
-def _placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
+def placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
     props = info.props
     return (
         info.position != chunk.position

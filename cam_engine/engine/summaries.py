@@ -9,6 +9,7 @@ roots (nodes without a parent) grouped by ``graph.hierarchy.group_roots`` into a
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -172,9 +173,13 @@ class SummaryWriter:
             store.delete_nodes([n.id for n in old.values()])
         return old
 
-    def build_cover(self, old: Cover, report: BatchReport) -> None:
+    def build_cover(
+        self, old: Cover, report: BatchReport, *, refreshed: Collection[str] = ()
+    ) -> None:
         """Group the roots (nodes without a parent) into covering levels until one level
-        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``)."""
+        of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``).
+        ``refreshed``: roots written again because text under them was removed; a
+        group holding one is summarized again even when its members are the same."""
         s = self.settings
         roots = self.store.root_nodes(embeddings=True)
         if s.max_levels == 0 or not roots:
@@ -187,7 +192,7 @@ class SummaryWriter:
                 # Roots of several levels that already fit the top: one node covers
                 # them. Grouped in pairs, the top would hold more nodes than the
                 # highest level below it (2 summaries and 6 lone chunks: 4 top nodes).
-                roots = self._write_cover(level, [roots], old, report)
+                roots = self._write_cover(level, [roots], old, report, refreshed)
                 break
             # The groups of this level before the batch, on the roots still here.
             index = {n.id: i for i, n in enumerate(roots)}
@@ -207,7 +212,8 @@ class SummaryWriter:
                 start=[g for g in before if g],
                 regroup=regroup or target <= TOP_SIZE,
             )
-            roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
+            grouped = [[roots[i] for i in g] for g in groups]
+            roots = self._write_cover(level, grouped, old, report, refreshed)
         report.top_nodes = len(roots)
 
     def _write_cover(
@@ -216,11 +222,14 @@ class SummaryWriter:
         groups: list[list[Node]],
         old: Cover,
         report: BatchReport,
+        refreshed: Collection[str] = (),
     ) -> list[Node]:
         pairs: list[tuple[Node, list[Node]]] = []
         fresh: list[list[Node]] = []
         for group in groups:
             node = old.pop((level, frozenset(n.id for n in group)), None)
+            if node is not None and any(n.id in refreshed for n in group):
+                node = None  # its text may hold text that was removed below it
             if node is not None and self.store.nodes_with_text(node.text):
                 # A member was summarized again in this batch, into this very text:
                 # keeping the node would offer a reader the same text twice.

@@ -1,0 +1,74 @@
+"""Updating and deleting documents: cases the random sequences of
+tests/contract/test_revision_properties.py found, kept as plain tests."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from cam_engine import Memory
+from cam_engine.chunking import chunk_document
+from tests.contract.test_revision_properties import EMBEDDER, PARAGRAPHS, SETTINGS
+from tests.invariants import check_memory, check_removed, check_structure_is_stored
+
+
+def open_memory(path: Path) -> Memory:
+    return Memory.open(path / "m.db", "t", settings=SETTINGS, embedder=EMBEDDER)
+
+
+def text_of(*paragraphs: int) -> str:
+    return "\n\n".join(PARAGRAPHS[i] for i in paragraphs)
+
+
+def placed(memory: Memory, doc_id: str) -> list[tuple[int | float | None, str, object]]:
+    return [(c.position, c.text, c.props["start_char"]) for c in memory.document_chunks(doc_id)]
+
+
+def test_a_stream_brings_back_a_chunk_an_update_had_moved(tmp_path: Path) -> None:
+    """An update by text keeps a chunk under the id of its first position: paragraph 0,
+    first at position 0, moves to 1 when paragraph 5 is put before it. A stream of
+    paragraph 0 alone then has, at position 0, a chunk of that very id: it used to be
+    taken as stored and skipped, and the stored one (at position 1, past the stream's
+    end) removed, leaving paragraph 5 in place of paragraph 0."""
+    with open_memory(tmp_path) as memory:
+        memory.ingest_text(text_of(0), "a")
+        memory.ingest_text(text_of(5, 0), "a")
+        memory.ingest("-", document="a", stdin=io.StringIO(text_of(0)))
+        assert [c.text for c in memory.document_chunks("a")] == [PARAGRAPHS[0]]
+        assert memory.store.documents()[0].chunks == 1
+        check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
+        check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
+
+
+def test_a_stream_moves_the_offsets_of_chunks_it_keeps(tmp_path: Path) -> None:
+    """A stream whose first paragraph grew keeps the chunks after it (same text, same
+    position, same id), and their offsets into the text (citations) follow it."""
+    longer = "Interminably " + PARAGRAPHS[0].split(" ", 1)[1]  # a longer first word
+    with open_memory(tmp_path) as memory:
+        memory.ingest("-", document="a", stdin=io.StringIO(text_of(0, 1, 2)))
+        edited = "\n\n".join([longer, PARAGRAPHS[1], PARAGRAPHS[2]])
+        report = memory.ingest("-", document="a", stdin=io.StringIO(edited))
+        expected = chunk_document("a", edited, SETTINGS.chunk_tokens)
+        assert placed(memory, "a") == [(c.position, c.text, c.start_char) for c in expected]
+        assert report.chunks_added == 1 and sum(b.chunks_moved for b in report.batches) == 2
+        check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
+
+
+def test_a_covering_node_over_a_summary_rewritten_for_a_removal_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    """Document b's summary s1 loses paragraph 3 and is written again; the covering node
+    above it (grouping s1 with document a's chunk) has the same members as before, and
+    was kept with paragraph 3's text in it, found by full-text search."""
+    with open_memory(tmp_path) as memory:
+        memory.ingest_text(text_of(1), "a")
+        memory.ingest_text(text_of(1), "b")
+        memory.ingest_text(text_of(3, 1), "b")
+        memory.ingest_text(text_of(5, 3, 1), "b")
+        before = {n.id: n.text for n in memory.store.nodes_at_level(0)}
+        memory.ingest_text(text_of(5, 1), "b")
+        gone = set(before) - {n.id for n in memory.store.nodes_at_level(0)}
+        assert len(gone) == 1 and PARAGRAPHS[3] in before[gone.pop()]
+        own_word = PARAGRAPHS[3].split()[-1].strip(".")
+        check_removed(memory.store, [], [own_word])
+        check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
