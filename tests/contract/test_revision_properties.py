@@ -8,6 +8,7 @@ paragraph has, so a deleted chunk's text can be searched for by that word.
 from __future__ import annotations
 
 import io
+import os
 import random
 import uuid
 from collections.abc import Iterator
@@ -33,8 +34,11 @@ from tests.invariants import (
 )
 
 EMBEDDER = HashingEmbedder(32)
-# Low theta: the hashing embedder's cosines are low; 16 tokens: one paragraph a chunk.
-SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.25, chunk_tokens=16)
+# Low theta: the hashing embedder's cosines are low; 16 tokens: one paragraph a chunk;
+# clusters of at most 4 nodes: a few chunks already make several levels.
+SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.25, chunk_tokens=16, max_cluster_size=4)
+# CAM_REVISION_EXAMPLES=400 for a longer run than CI's (docs/reliability.md)
+EXAMPLES = int(os.environ.get("CAM_REVISION_EXAMPLES", "25"))
 DOCUMENTS = ("a", "b", "c")
 METHODS = ("text", "documents", "stdin")
 
@@ -138,6 +142,11 @@ class Run:
             self.edit_together(step.first, step.second)
         else:
             self.edit(step)
+        self.check(before, refused=refused)
+
+    def check(self, before: dict[str, str], *, refused: bool = False) -> None:
+        """Every invariant, ``before`` being the chunks' texts before the step."""
+        store = self.memory.store
         after = {n.id: n.text for n in store.nodes_at_level(0)}
         gone = set(before) - set(after)
         left = {w for t in after.values() for w in query_terms(t)}
@@ -160,6 +169,17 @@ class Run:
         assert report.chunks_removed == len(self.chunks.pop(doc))
         del self.paragraphs[doc]
         return True
+
+    def start(self, documents: dict[str, list[int]]) -> None:
+        """Documents ingested together before the sequence (checked like a step)."""
+        texts = {d: "\n\n".join(PARAGRAPHS[i] for i in ps) for d, ps in documents.items()}
+        if not texts:
+            return
+        self.memory.ingest_documents(list(texts.items()), batch_size=5)
+        for doc, text in texts.items():
+            self.paragraphs[doc] = list(documents[doc])
+            self.chunks[doc] = expected_chunks(doc, text, "documents")
+        self.check({})
 
     def edit_together(self, first: Edit, second: Edit) -> None:
         texts = {}
@@ -203,18 +223,27 @@ def fresh_memory(location: str) -> Iterator[Memory]:
         memory.close()
 
 
+# The documents a sequence starts from (paragraph indexes, no repeats: a document of
+# one paragraph many times over is a case of its own), ingested together.
+STARTS = st.lists(
+    st.lists(st.integers(0, len(PARAGRAPHS) - 1), min_size=1, max_size=10, unique=True),
+    max_size=len(DOCUMENTS),
+)
+
+
 @settings(
-    max_examples=25,
+    max_examples=EXAMPLES,
     deadline=None,
     derandomize=True,  # the same examples on every run: CI is deterministic
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(steps=st.lists(STEPS, min_size=1, max_size=6))
+@given(start=STARTS, steps=st.lists(STEPS, min_size=1, max_size=6))
 def test_any_sequence_of_updates_and_deletions_keeps_the_invariants(
-    store_location: str, steps: list[Edit | Delete | Together]
+    store_location: str, start: list[list[int]], steps: list[Edit | Delete | Together]
 ) -> None:
     with fresh_memory(store_location) as memory:
         run = Run(memory)
+        run.start(dict(zip(DOCUMENTS, start, strict=False)))
         for step in steps:
             run.step(step)
