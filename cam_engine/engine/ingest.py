@@ -45,6 +45,7 @@ from cam_engine.sources import (
 )
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
+from cam_engine.store.structure import text_key
 from cam_engine.types import CHUNK, Chunk, Node
 
 logger = logging.getLogger(__name__)
@@ -294,12 +295,13 @@ class IngestPipeline:
         stored chunks past the stream's end go at the end. A log that only grew costs
         its new chunks (and the last old one, when the new text joined it)."""
         with self.writer.batch(PhaseClock()) as store:
-            stored = {info.position: info.id for info in store.chunks_of(record.id)}
-        same = {(int(p), i) for p, i in stored.items() if p is not None}
+            before = store.get_document(record.id)
+            stored = store.chunks_of(record.id)
+        same = {(int(i.position), i.text_key) for i in stored if i.position is not None}
         prepared = prefetched(
             _batches(chunks, batch_size),
             self.embedder.embed,
-            skip=lambda c: (c.position, c.id) in same,
+            skip=lambda c: (c.position, text_key(c.text)) in same,
         )
         records = {record.id: record}
         done = 0
@@ -313,7 +315,7 @@ class IngestPipeline:
         if done == 0:
             raise InputError(f"{record.source}: no text to ingest")
         final = replace(record, sha256=hashed.sha256(), total=done)
-        self._end_stream(final, done, report, on_batch)
+        self._end_stream(final, done, report, on_batch, before)
 
     def _end_stream(
         self,
@@ -321,18 +323,20 @@ class IngestPipeline:
         count: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
+        before: DocumentRecord | None,
     ) -> None:
         """The stream's last transaction: stored chunks past its end go, and the record
-        gets the whole text's hash."""
+        gets the whole text's hash, and its version compared with the record ``before``
+        the stream (the batches wrote it without a hash: the text was not known yet)."""
         clock = PhaseClock()
         result = BatchReport(record.id, len(report.batches), summarizer=self.summarizer.backend)
         with self.writer.batch(clock) as store:
             beyond = [i.id for i in store.chunks_of(record.id) if (i.position or 0) >= count]
             known = store.get_document(record.id)
             changed = bool(beyond) or any(
-                b.chunks_added or b.chunks_removed for b in report.batches
+                b.chunks_added or b.chunks_removed or b.chunks_moved for b in report.batches
             )
-            fresh = _next_record(known, record, count, changed=changed)
+            fresh = _next_record(before, record, count, changed=changed)
             if beyond:
                 self._builder(store, clock).revise([], result, removed=beyond)
                 result.chunks_removed = len(beyond)
@@ -378,7 +382,7 @@ class IngestPipeline:
             present = store.existing_ids(c.id for c in batch)
             new = [c for c in batch if c.id not in present]
             if stream:
-                gone, moved = _streamed(store, records[docs[0]].id, batch, present)
+                gone, moved, new = _streamed(store, records[docs[0]].id, batch)
                 removed += gone
             report.chunks_skipped = len(batch) - len(new)
             if new or removed or moved:
@@ -516,18 +520,30 @@ def _new_chunks(plan: Revision) -> list[Chunk]:
 
 
 def _streamed(
-    store: BatchStore, doc_id: str, batch: Sequence[Chunk], present: set[str]
-) -> tuple[list[str], list[Node]]:
-    """What a batch of a stream removes and moves in its document (removed ids, moved
-    nodes). A chunk stored under its id stays; it is written again at its new place when
-    it lies elsewhere (an update by text had moved it: kept chunks keep the id of their
-    first position) or at other offsets. Any other chunk is new and replaces the one at
-    its position; so does a moved one."""
-    stored = store.infos(present)
-    moves = {c.id: c for c in batch if c.id in stored and placed_differently(stored[c.id], c)}
-    arriving = [c for c in batch if c.id not in present or c.id in moves]
-    taken = store.chunk_ids_near(doc_id, (c.position for c in arriving))
-    return sorted(taken - present), _moved_nodes(store, moves)
+    store: BatchStore, doc_id: str, batch: Sequence[Chunk]
+) -> tuple[list[str], list[Node], list[Chunk]]:
+    """What a batch of a stream does to its document: (ids removed, nodes moved, chunks
+    added). A chunk whose text is the one stored at its position keeps that node (an
+    update by text may have left it under the id of another position); one stored under
+    its own id at another position moves there. Each is written again when its offsets
+    changed. Any other chunk is new and replaces the one at its position."""
+    at = {c.position: store.chunk_ids_near(doc_id, [c.position]) for c in batch}
+    here = {p: next(iter(ids)) for p, ids in at.items() if ids}
+    keys = store.text_keys(here.values())
+    elsewhere = store.infos(c.id for c in batch)
+    kept: dict[str, Chunk] = {}
+    new: list[Chunk] = []
+    for c in batch:
+        if c.position in here and keys[here[c.position]] == text_key(c.text):
+            kept[here[c.position]] = c
+        elif c.id in elsewhere and c.id not in kept:
+            kept[c.id] = c
+        else:
+            new.append(c)
+    infos = store.infos(kept)
+    moves = {i: c for i, c in kept.items() if placed_differently(infos[i], c)}
+    taken = store.chunk_ids_near(doc_id, (c.position for c in [*new, *moves.values()]))
+    return sorted(taken - kept.keys()), _moved_nodes(store, moves), new
 
 
 def _moved_nodes(store: BatchStore, moves: dict[str, Chunk]) -> list[Node]:
@@ -553,7 +569,16 @@ def _next_record(
     raised when its text differs from the version stored (a resumed ingest of the same
     text keeps it); the time of the last change to its chunks."""
     version = 1 if known is None else known.version
-    if known is not None and known.sha256 not in (None, record.sha256):
+    # A stream's batches do not know its text's hash yet (its end compares it).
+    if (
+        known is not None
+        and record.sha256 is not None
+        and known.sha256
+        not in (
+            None,
+            record.sha256,
+        )
+    ):
         version += 1
     updated = _now() if changed or known is None else known.updated_at
     return replace(record, chunks=count, version=version, updated_at=updated)

@@ -56,6 +56,29 @@ def test_a_stream_moves_the_offsets_of_chunks_it_keeps(tmp_path: Path) -> None:
         check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
 
 
+def test_a_stream_of_the_text_stored_changes_nothing_after_an_update(tmp_path: Path) -> None:
+    """After an update by text, paragraph 0 is at position 1 under the id of position 0.
+    Streaming the same text again found no chunk of its id at position 1, so it
+    embedded the paragraph again, replaced the stored one, and raised the version (the
+    stream's batches compared the stored hash with none). It now keeps a chunk whose
+    text is the one stored at its position, and compares hashes at the stream's end."""
+    with open_memory(tmp_path) as memory:
+        memory.ingest_text(text_of(0), "a")
+        memory.ingest_text(text_of(1, 0), "a")
+        before = memory.store.get_document("a")
+        chunks = placed(memory, "a")
+        assert before is not None and before.version == 2
+        report = memory.ingest("-", document="a", stdin=io.StringIO(text_of(1, 0)))
+        assert report.chunks_added == 0 and report.chunks_removed == 0
+        after = memory.store.get_document("a")
+        assert after is not None and (after.version, after.updated_at) == (2, before.updated_at)
+        assert placed(memory, "a") == chunks
+        # A stream of another text raises the version once, however many batches it takes.
+        memory.ingest("-", document="a", stdin=io.StringIO(text_of(2, 1, 0)), batch_size=1)
+        assert memory.store.documents()[0].version == 3
+        check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
+
+
 def test_a_covering_node_over_a_summary_rewritten_for_a_removal_is_rewritten(
     tmp_path: Path,
 ) -> None:
