@@ -25,7 +25,7 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.revision import Revision, placed_differently, plan_revision
+from cam_engine.engine.revision import Revision, fresh_id, placed_differently, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
@@ -45,7 +45,7 @@ from cam_engine.sources import (
 )
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
-from cam_engine.store.structure import text_key
+from cam_engine.store.structure import NodeInfo, text_key
 from cam_engine.types import CHUNK, Chunk, Node
 
 logger = logging.getLogger(__name__)
@@ -534,16 +534,27 @@ def _streamed(
     kept: dict[str, Chunk] = {}
     new: list[Chunk] = []
     for c in batch:
-        if c.position in here and keys[here[c.position]] == text_key(c.text):
-            kept[here[c.position]] = c
-        elif c.id in elsewhere and c.id not in kept:
+        stored = here.get(c.position)
+        if stored is not None and stored not in kept and keys[stored] == text_key(c.text):
+            kept[stored] = c
+        elif c.id in elsewhere and c.id not in kept and _ahead(elsewhere[c.id], c):
             kept[c.id] = c
+        elif c.id in elsewhere or c.id in {n.id for n in new}:
+            # Its id is another chunk's, kept at a position before (a repeated text).
+            taken = {i.id for i in store.chunks_of(doc_id)} | {n.id for n in new}
+            new.append(fresh_id(c, taken))
         else:
             new.append(c)
     infos = store.infos(kept)
     moves = {i: c for i, c in kept.items() if placed_differently(infos[i], c)}
     taken = store.chunk_ids_near(doc_id, (c.position for c in [*new, *moves.values()]))
     return sorted(taken - kept.keys()), _moved_nodes(store, moves), new
+
+
+def _ahead(stored: NodeInfo, chunk: Chunk) -> bool:
+    """Whether a stored chunk lies past the stream's ``chunk`` (not streamed yet): one
+    before it was kept where it is by an earlier chunk of the stream."""
+    return stored.position is not None and stored.position > chunk.position
 
 
 def _moved_nodes(store: BatchStore, moves: dict[str, Chunk]) -> list[Node]:

@@ -68,7 +68,7 @@ def plan_revision(doc_id: str, stored: Sequence[NodeInfo], new: Sequence[Chunk])
     taken = {info.id for info in stored}
     for j, chunk in enumerate(new):
         if j not in matched_new:
-            fresh = _fresh_id(chunk, taken)
+            fresh = fresh_id(chunk, taken)
             taken.add(fresh.id)
             plan.added.append(fresh)
     return plan
@@ -106,7 +106,7 @@ def placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
     )
 
 
-def _fresh_id(chunk: Chunk, taken: set[str]) -> Chunk:
+def fresh_id(chunk: Chunk, taken: set[str]) -> Chunk:
     """The chunk under its usual id, or, when a stored chunk has that id (the same text
     at the same position, matched elsewhere), under the next free variant of it."""
     if chunk.id not in taken:

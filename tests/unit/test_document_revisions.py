@@ -79,6 +79,25 @@ def test_a_stream_of_the_text_stored_changes_nothing_after_an_update(tmp_path: P
         check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
 
 
+def test_a_stream_repeating_a_paragraph_keeps_both_copies(tmp_path: Path) -> None:
+    """Paragraph 1, first at position 1, moves to 0 when paragraph 0 is removed. A
+    stream of paragraph 1 twice keeps the stored chunk at 0 (its text), and its second
+    copy, whose usual id is that chunk's, used to move the chunk on to 1 (in batches of
+    one) or overwrite it (in one batch): one copy was left. The copy gets an id of its
+    own."""
+    for batch_size in (1, 64):
+        with Memory.open(
+            tmp_path / f"m{batch_size}.db", "t", settings=SETTINGS, embedder=EMBEDDER
+        ) as memory:
+            memory.ingest_text(text_of(0, 1), "b")
+            memory.ingest_text(text_of(1), "b")
+            twice = text_of(1, 1)
+            memory.ingest("-", document="b", stdin=io.StringIO(twice), batch_size=batch_size)
+            expected = chunk_document("b", twice, SETTINGS.chunk_tokens)
+            assert placed(memory, "b") == [(c.position, c.text, c.start_char) for c in expected]
+            check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
+
+
 def test_a_covering_node_over_a_summary_rewritten_for_a_removal_is_rewritten(
     tmp_path: Path,
 ) -> None:
