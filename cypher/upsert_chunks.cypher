@@ -9,9 +9,12 @@ SET n:Chunk, n.level = 0, n.kind = row.kind, n.doc_id = row.doc_id,
     n.vector_f32 = row.vector_f32, n.props = row.props
 SET n:$($vector_label)
 WITH n, row
-MATCH (d:Document {memory: $memory, id: row.doc_id})
-MERGE (d)-[:HAS_CHUNK]->(n)
-WITH n, row
+// In a subquery: a chunk whose document record is not written yet keeps its row (and
+// gets its NEXT links below).
+CALL (n, row) {
+  MATCH (d:Document {memory: $memory, id: row.doc_id})
+  MERGE (d)-[:HAS_CHUNK]->(n)
+}
 // A chunk written again may have moved (an updated document): its reading-order
 // links are made again from the positions as they are now.
 CALL (n) {

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from cam_engine.engine.summaries import COVER, TOP_SIZE, summary_id
 from cam_engine.graph.ego_split import ego_components
 from cam_engine.store.base import GraphStore
+from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.structure import GraphStructure
 
 
@@ -157,3 +159,52 @@ def check_structure_is_stored(held: GraphStructure | None, store: GraphStore) ->
     mine, theirs = structure_view(held), structure_view(stored)
     for key in mine:
         assert mine[key] == theirs[key], f"held structure differs from the store in {key}"
+
+
+# --- documents that change ----------------------------------------------------------------
+Placed = tuple[int, str, int | None, int | None]  # a chunk's position, text and offsets
+
+
+def check_removed(store: GraphStore, gone: Iterable[str], words: Iterable[str]) -> None:
+    """Nothing of chunks that were deleted survives: no node, edge, replica or
+    membership, and none of ``words`` (found only in their text) in the full-text
+    index. On SQLite the FTS table itself is asked too, not only ``search_text`` (which
+    joins the nodes left, and would hide an index row of a deleted node)."""
+    gone = sorted(gone)
+    assert store.existing_ids(gone) == set(), "a deleted chunk is still a node"
+    assert store.edges_of(gone) == [], "a deleted chunk still has edges"
+    assert store.replicas_of(gone) == {}, "a deleted chunk still has replicas"
+    assert store.parents_of(gone) == {}, "a deleted chunk is still a summary's member"
+    summaries = [n.id for lv in store.levels() if lv > 0 for n in store.nodes_at_level(lv)]
+    held = {m for ms in store.members_of(summaries).values() for m in ms}
+    assert not held & set(gone), "a summary keeps a deleted member"
+    for word in sorted(words):
+        assert store.search_text(None, word, 5) == [], f"full-text search still finds {word!r}"
+        if isinstance(store, SqliteStore):
+            rows = store._conn.execute(
+                "SELECT COUNT(*) FROM node_text WHERE node_text MATCH ?", (f'"{word}"',)
+            ).fetchone()
+            assert rows[0] == 0, f"the FTS table still indexes {word!r}"
+
+
+def check_no_repeated_offers(store: GraphStore) -> None:
+    """No node a question could be offered repeats a summary's text: ``stats`` counts
+    copies in groups of equal texts that hold a summary (two equal chunks are the
+    documents' own text, each evidence of its document, and ask drops the copy)."""
+    assert store.stats()["repeated_summary_texts"] == 0, "a summary repeats another node"
+
+
+def check_documents(store: GraphStore, expected: Mapping[str, Sequence[Placed]]) -> None:
+    """The store lists exactly the documents ``expected`` holds, each with its chunk
+    count, and each document's chunks read by position are exactly its chunks
+    (position, text, offsets): those of its latest text."""
+    records = {d.id: d for d in store.documents()}
+    assert sorted(records) == sorted(expected), "documents listed"
+    by_doc: dict[str, list[Placed]] = defaultdict(list)
+    for n in store.nodes_at_level(0):
+        assert n.doc_id in expected, f"chunk {n.id} of a document not held"
+        place = (int(n.position or 0), n.text, n.props.get("start_char"), n.props.get("end_char"))
+        by_doc[n.doc_id].append(place)
+    for doc_id, chunks in expected.items():
+        assert records[doc_id].chunks == len(chunks), f"chunk count of {doc_id}"
+        assert sorted(by_doc[doc_id]) == list(chunks), f"chunks of {doc_id} by position"

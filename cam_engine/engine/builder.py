@@ -122,6 +122,9 @@ class MemoryBuilder:
         self.writer = SummaryWriter(
             store, embedder, summarizer, settings, clock, llm_concurrency=llm_concurrency
         )
+        # Summaries written again because text under them was removed: a covering node
+        # over one of them is written again too (``SummaryWriter.build_cover``).
+        self.refreshed: set[str] = set()
 
     # --- level 0 ------------------------------------------------------------------------
     def assimilate(
@@ -200,7 +203,7 @@ class MemoryBuilder:
         while change:
             change = self._update_level(change, report)
         with self.clock.phase("summaries"):
-            self.writer.build_cover(cover, report)
+            self.writer.build_cover(cover, report, refreshed=self.refreshed)
 
     def _rescore_moved(self, moved: Sequence[Node]) -> tuple[set[EdgeKey], set[EdgeKey]]:
         """Score again the edges of chunks that moved, with their new distance.
@@ -519,8 +522,8 @@ class MemoryBuilder:
             write = [sid for sid in write if sid in written]
         # A summary written again for a removal makes its own parents stale in turn.
         rewritten = [sid for sid in write if sid in change.stale]
+        self.refreshed.update(rewritten)
         up.stale |= {p for ps in store.parents_of(rewritten).values() for p in ps}
-        self.writer.rewritten_for_removal.update(rewritten)
         up.added = {sid for sid in write if sid not in existing}
         lrep.clusters_changed = len(write) + len(vanished)
         lrep.summaries_written = len(write)

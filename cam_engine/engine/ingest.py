@@ -25,7 +25,7 @@ from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
-from cam_engine.engine.revision import Revision, fresh_chunk_id, plan_revision
+from cam_engine.engine.revision import Revision, fresh_id, placed_differently, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
@@ -46,6 +46,7 @@ from cam_engine.sources import (
 )
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
+from cam_engine.store.structure import NodeInfo, text_key
 from cam_engine.types import CHUNK, Chunk, Node
 
 logger = logging.getLogger(__name__)
@@ -321,14 +322,15 @@ class IngestPipeline:
         stored chunks past the stream's end go at the end. A log that only grew costs
         its new chunks (and the last old one, when the new text joined it)."""
         with self.writer.batch(PhaseClock(), writes=False) as store:
-            stored = {info.position: info.id for info in store.chunks_of(record.id)}
             before = store.get_document(record.id)
-        same = {(int(p), i) for p, i in stored.items() if p is not None}
+            stored = store.chunks_of(record.id)
+        same = {(int(i.position), i.text_key) for i in stored if i.position is not None}
+        # Its batches keep the version; the end compares the whole text's hash.
         record = replace(record, version=before.version if before else 1)
         prepared = prefetched(
             _batches(chunks, batch_size),
             self.embedder.embed,
-            skip=lambda c: (c.position, c.id) in same,
+            skip=lambda c: (c.position, text_key(c.text)) in same,
         )
         records = {record.id: record}
         done = 0
@@ -344,7 +346,7 @@ class IngestPipeline:
         final = replace(record, sha256=hashed.sha256(), total=done)
         if before is not None and before.sha256 not in (None, final.sha256):
             final = replace(final, version=before.version + 1)
-        self._end_stream(final, done, report, on_batch)
+        self._end_stream(final, done, report, on_batch, before)
 
     def _end_stream(
         self,
@@ -352,18 +354,20 @@ class IngestPipeline:
         count: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
+        before: DocumentRecord | None,
     ) -> None:
         """The stream's last transaction: stored chunks past its end go, and the record
-        gets the whole text's hash."""
+        gets the whole text's hash, and its version compared with the record ``before``
+        the stream (the batches wrote it without a hash: the text was not known yet)."""
         clock = PhaseClock()
         result = BatchReport(record.id, len(report.batches), summarizer=self.summarizer.backend)
         with self.writer.batch(clock) as store:
             beyond = [i.id for i in store.chunks_of(record.id) if (i.position or 0) >= count]
             known = store.get_document(record.id)
             changed = bool(beyond) or any(
-                b.chunks_added or b.chunks_removed for b in report.batches
+                b.chunks_added or b.chunks_removed or b.chunks_moved for b in report.batches
             )
-            fresh = _next_record(known, record, count, changed=changed)
+            fresh = _next_record(before, record, count, changed=changed)
             if beyond:
                 self._builder(store, clock).revise([], result, removed=beyond)
                 result.chunks_removed = len(beyond)
@@ -403,13 +407,14 @@ class IngestPipeline:
             if plans is not None:
                 _check_plans(store, plans, self.store.memory)
                 removed = [i for p in plans.values() for i in p.removed]
-                moved = _moved_nodes(store, plans)
+                moved = _moved_nodes(
+                    store, {i: c for p in plans.values() for i, c in p.moved.items()}
+                )
+            present = store.existing_ids(c.id for c in batch)
+            new = [c for c in batch if c.id not in present]
             if stream:
-                new, replaced = _streamed(store, batch, prepared)
-                removed += replaced
-            else:
-                present = store.existing_ids(c.id for c in batch)
-                new = [c for c in batch if c.id not in present]
+                gone, moved, new = _streamed(store, records[docs[0]].id, batch)
+                removed += gone
             report.chunks_skipped = len(batch) - len(new)
             if stream:
                 report.chunks_kept = report.chunks_skipped  # as stored at their positions
@@ -535,37 +540,6 @@ def _plans(store: BatchStore, new: dict[str, list[Chunk]]) -> dict[str, Revision
     return {doc_id: plan_revision(doc_id, store.chunks_of(doc_id), c) for doc_id, c in new.items()}
 
 
-def _streamed(
-    store: BatchStore, batch: list[Chunk], prepared: PreparedBatch
-) -> tuple[list[Chunk], list[str]]:
-    """A stream's batch, position by position: (chunks to add, stored ids they replace).
-
-    A chunk that is the one stored at its position stays. Any other replaces what is
-    stored there, under an id no stored chunk of the document has (an update of the
-    same document from a file may have moved a chunk away from the position its id
-    names); its vector, if prefetched, goes with it.
-    """
-    if not batch:
-        return [], []
-    doc_id = batch[0].doc_id
-    at = {int(i.position or 0): i.id for i in store.chunks_of(doc_id)}
-    taken = set(at.values())
-    new: list[Chunk] = []
-    replaced: list[str] = []
-    for chunk in batch:
-        old = at.get(chunk.position)
-        if old == chunk.id:
-            continue
-        if old is not None:
-            replaced.append(old)
-        fresh = fresh_chunk_id(chunk, taken)
-        taken.add(fresh.id)
-        if fresh.id != chunk.id and chunk.id in prepared.vectors:
-            prepared.vectors[fresh.id] = prepared.vectors.pop(chunk.id)
-        new.append(fresh)
-    return new, replaced
-
-
 def _check_plans(store: BatchStore, plans: dict[str, Revision], memory: str) -> None:
     """The plans made before the batch still hold (no other process changed these
     documents in between); otherwise the ingest stops before writing anything."""
@@ -588,10 +562,47 @@ def _new_chunks(plan: Revision) -> list[Chunk]:
     return sorted(chunks, key=lambda c: c.position)
 
 
-def _moved_nodes(store: BatchStore, plans: dict[str, Revision]) -> list[Node]:
-    """The kept chunks that move, as nodes at their new place: same id and vector, the
-    new text's position, offsets (and white space)."""
-    moves = {i: c for p in plans.values() for i, c in p.moved.items()}
+def _streamed(
+    store: BatchStore, doc_id: str, batch: Sequence[Chunk]
+) -> tuple[list[str], list[Node], list[Chunk]]:
+    """What a batch of a stream does to its document: (ids removed, nodes moved, chunks
+    added). A chunk whose text is the one stored at its position keeps that node (an
+    update by text may have left it under the id of another position); one stored under
+    its own id at another position moves there. Each is written again when its offsets
+    changed. Any other chunk is new and replaces the one at its position."""
+    at = {c.position: store.chunk_ids_near(doc_id, [c.position]) for c in batch}
+    here = {p: next(iter(ids)) for p, ids in at.items() if ids}
+    keys = store.text_keys(here.values())
+    elsewhere = store.infos(c.id for c in batch)
+    kept: dict[str, Chunk] = {}
+    new: list[Chunk] = []
+    for c in batch:
+        stored = here.get(c.position)
+        if stored is not None and stored not in kept and keys[stored] == text_key(c.text):
+            kept[stored] = c
+        elif c.id in elsewhere and c.id not in kept and _ahead(elsewhere[c.id], c):
+            kept[c.id] = c
+        elif c.id in elsewhere or c.id in {n.id for n in new}:
+            # Its id is another chunk's, kept at a position before (a repeated text).
+            taken = {i.id for i in store.chunks_of(doc_id)} | {n.id for n in new}
+            new.append(fresh_id(c, taken))
+        else:
+            new.append(c)
+    infos = store.infos(kept)
+    moves = {i: c for i, c in kept.items() if placed_differently(infos[i], c)}
+    taken = store.chunk_ids_near(doc_id, (c.position for c in [*new, *moves.values()]))
+    return sorted(taken - kept.keys()), _moved_nodes(store, moves), new
+
+
+def _ahead(stored: NodeInfo, chunk: Chunk) -> bool:
+    """Whether a stored chunk lies past the stream's ``chunk`` (not streamed yet): one
+    before it was kept where it is by an earlier chunk of the stream."""
+    return stored.position is not None and stored.position > chunk.position
+
+
+def _moved_nodes(store: BatchStore, moves: dict[str, Chunk]) -> list[Node]:
+    """The kept chunks that move (stored id -> chunk at its new place), as nodes: same
+    id and vector, the new text's position, offsets (and white space)."""
     stored = store.get_nodes(sorted(moves), embeddings=True)
     placement = ("start_char", "end_char", "pages")
     return [
@@ -611,7 +622,8 @@ def _next_record(
     known: DocumentRecord | None, record: DocumentRecord, count: int, *, changed: bool = True
 ) -> DocumentRecord:
     """The document's record after a batch: ``count`` chunks stored, the version the
-    run decided (``_version``), the time of the last change to its chunks."""
+    run decided (``_version``; a stream's at its end), the time of the last change to
+    its chunks."""
     updated = _now() if changed or known is None else known.updated_at
     return replace(record, chunks=count, updated_at=updated)
 

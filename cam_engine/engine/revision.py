@@ -62,13 +62,13 @@ def plan_revision(doc_id: str, stored: Sequence[NodeInfo], new: Sequence[Chunk])
     for i, j in pairs:
         info, chunk = stored[i], new[j]
         plan.kept[info.id] = chunk
-        if _placed_differently(info, chunk):
+        if placed_differently(info, chunk):
             plan.moved[info.id] = chunk
     plan.removed = [info.id for i, info in enumerate(stored) if i not in matched_old]
     taken = {info.id for info in stored}
     for j, chunk in enumerate(new):
         if j not in matched_new:
-            fresh = fresh_chunk_id(chunk, taken)
+            fresh = fresh_id(chunk, taken)
             taken.add(fresh.id)
             plan.added.append(fresh)
     return plan
@@ -96,7 +96,7 @@ def _matched(old: Sequence[bytes], new: Sequence[bytes]) -> list[tuple[int, int]
     return pairs
 
 
-def _placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
+def placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
     props = info.props
     return (
         info.position != chunk.position
@@ -106,7 +106,7 @@ def _placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
     )
 
 
-def fresh_chunk_id(chunk: Chunk, taken: set[str]) -> Chunk:
+def fresh_id(chunk: Chunk, taken: set[str]) -> Chunk:
     """The chunk under its usual id, or, when a stored chunk has that id (the same text
     at the same position, matched elsewhere), under the next free variant of it."""
     if chunk.id not in taken:

@@ -9,6 +9,7 @@ roots (nodes without a parent) grouped by ``graph.hierarchy.group_roots`` into a
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -70,10 +71,6 @@ class SummaryWriter:
         self.settings = settings
         self.clock = clock
         self.llm_concurrency = llm_concurrency
-        # Summaries written again in this batch because a member of theirs was removed:
-        # a covering node over one of them is written again too (its text drew on the
-        # removed text).
-        self.rewritten_for_removal: set[str] = set()
 
     def nodes(
         self,
@@ -176,14 +173,18 @@ class SummaryWriter:
             store.delete_nodes([n.id for n in old.values()])
         return old
 
-    def build_cover(self, old: Cover, report: BatchReport) -> None:
+    def build_cover(
+        self, old: Cover, report: BatchReport, *, refreshed: Collection[str] = ()
+    ) -> None:
         """Group the roots (nodes without a parent) into covering levels until one level
         of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``).
-        The covering nodes of ``old`` not put back are counted as removed."""
-        self._build_cover(old, report)
+        ``refreshed``: roots written again because text under them was removed; a
+        group holding one is summarized again even when its members are the same. The
+        covering nodes of ``old`` not put back are counted as removed."""
+        self._build_cover(old, report, refreshed)
         report.top_summaries_removed += len(old)
 
-    def _build_cover(self, old: Cover, report: BatchReport) -> None:
+    def _build_cover(self, old: Cover, report: BatchReport, refreshed: Collection[str]) -> None:
         s = self.settings
         roots = self.store.root_nodes(embeddings=True)
         if s.max_levels == 0 or not roots:
@@ -196,7 +197,7 @@ class SummaryWriter:
                 # Roots of several levels that already fit the top: one node covers
                 # them. Grouped in pairs, the top would hold more nodes than the
                 # highest level below it (2 summaries and 6 lone chunks: 4 top nodes).
-                roots = self._write_cover(level, [roots], old, report)
+                roots = self._write_cover(level, [roots], old, report, refreshed)
                 break
             # The groups of this level before the batch, on the roots still here.
             index = {n.id: i for i, n in enumerate(roots)}
@@ -216,7 +217,8 @@ class SummaryWriter:
                 start=[g for g in before if g],
                 regroup=regroup or target <= TOP_SIZE,
             )
-            roots = self._write_cover(level, [[roots[i] for i in g] for g in groups], old, report)
+            grouped = [[roots[i] for i in g] for g in groups]
+            roots = self._write_cover(level, grouped, old, report, refreshed)
         report.top_nodes = len(roots)
 
     def _write_cover(
@@ -225,20 +227,24 @@ class SummaryWriter:
         groups: list[list[Node]],
         old: Cover,
         report: BatchReport,
+        refreshed: Collection[str] = (),
     ) -> list[Node]:
         pairs: list[tuple[Node, list[Node]]] = []
         fresh: list[list[Node]] = []
         for group in groups:
             node = old.pop((level, frozenset(n.id for n in group)), None)
+            if node is not None:
+                report.top_summaries_removed += 1  # counted back below if it is kept
+            if node is not None and any(n.id in refreshed for n in group):
+                node = None  # its text may hold text that was removed below it
             if node is not None and self.store.nodes_with_text(node.text):
                 # A member was summarized again in this batch, into this very text:
                 # keeping the node would offer a reader the same text twice.
                 node = None
-            if node is not None and any(n.id in self.rewritten_for_removal for n in group):
-                node = None
             if node is None:
                 fresh.append(group)
             else:
+                report.top_summaries_removed -= 1
                 pairs.append((node, group))
         ids = [summary_id(label) for label in self.store.allocate_labels(level - 1, len(fresh))]
         written = self.nodes(level, ids, fresh, report, {COVER: True}, keep_repeats=True)

@@ -216,6 +216,10 @@ class BatchStore:
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         return {i for i in ids if i in self._s.nodes}
 
+    def infos(self, ids: Iterable[str]) -> dict[str, NodeInfo]:
+        """The nodes of these ids that exist, without text or vector (no store call)."""
+        return {i: self._s.nodes[i] for i in ids if i in self._s.nodes}
+
     def count_nodes(self, level: int) -> int:
         return len(self._s.by_level.get(level, ()))
 
@@ -295,10 +299,6 @@ class BatchStore:
                 self._change.nodes[c.id] = c
             else:
                 self._change.placed[c.id] = c
-
-    def infos(self, ids: Iterable[str]) -> dict[str, NodeInfo]:
-        """Nodes without text or vector (no store call)."""
-        return {i: self._s.nodes[i] for i in ids if i in self._s.nodes}
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
         gone = set(ids)

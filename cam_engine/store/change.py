@@ -135,6 +135,9 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
         store.delete_edges(sorted(change.deleted_edges))
     if change.deleted_replicas:
         store.delete_replicas(sorted(change.deleted_replicas))
+    # Records before chunks: a chunk is linked to its document's record as it is written.
+    for doc_id in sorted(change.documents):
+        store.upsert_document(change.documents[doc_id])
     if change.placed:
         store.place_chunks([change.placed[i] for i in sorted(change.placed)])
     if change.nodes:
@@ -146,8 +149,6 @@ def apply_change(store: BuilderStore, change: GraphChange) -> None:
         store.upsert_replicas([change.replicas[i] for i in sorted(change.replicas)])
     if change.members:
         store.replace_members(change.members)
-    for doc_id in sorted(change.documents):
-        store.upsert_document(change.documents[doc_id])
     if change.settings is not None:
         store.save_settings(change.settings)
     if change.counters:
