@@ -4,7 +4,9 @@
 // params: $memory, $rows
 UNWIND $rows AS row
 MATCH (n:Chunk {memory: $memory, id: row.id})
-SET n.position = row.position, n.text = row.text, n.props = row.props
+SET n.position = row.position, n.props = row.props
+// The text only where it differs (white space): a write re-indexes it for full text.
+FOREACH (_ IN CASE WHEN n.text <> row.text THEN [1] ELSE [] END | SET n.text = row.text)
 WITH n
 CALL (n) {
   MATCH (n)-[old:NEXT]-()

@@ -419,12 +419,16 @@ class SqliteStore:
                 self._vectors[n.level].put(n.id, np.asarray(n.embedding, dtype=np.float32))
 
     def place_chunks(self, chunks: Sequence[Node]) -> None:
+        m = self._memory
         self._conn.executemany(
-            "UPDATE nodes SET position = ?, text = ?, props = ? WHERE memory = ? AND id = ?",
-            [
-                (c.position, c.text, json.dumps(c.props, sort_keys=True), self._memory, c.id)
-                for c in chunks
-            ],
+            "UPDATE nodes SET position = ?, props = ? WHERE memory = ? AND id = ?",
+            [(c.position, json.dumps(c.props, sort_keys=True), m, c.id) for c in chunks],
+        )
+        # The text only where it differs (white space): writing it re-indexes the row
+        # in the full-text table (the update trigger), which is most of a move's cost.
+        self._conn.executemany(
+            "UPDATE nodes SET text = ? WHERE memory = ? AND id = ? AND text != ?",
+            [(c.text, m, c.id, c.text) for c in chunks],
         )
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
