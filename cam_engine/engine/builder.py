@@ -289,7 +289,6 @@ class MemoryBuilder:
             store.delete_replicas([r.id for r in diff.removed])
             store.upsert_replicas(added + diff.changed)
             touched = {r.label for r in gone + diff.removed + diff.changed + added}
-            touched |= {label_of(sid) for sid in change.stale}
             lrep.replicas_touched = len(gone) + len(diff.removed) + len(diff.changed) + len(added)
 
         with self.clock.phase("propagation"):
@@ -321,6 +320,9 @@ class MemoryBuilder:
             lrep.clusters_split, touched = self._split_clusters(level, touched)
             lrep.singletons_absorbed, touched = self._absorb_singletons(touched)
             touched = self._keep_cluster_identity(level, touched)
+            # Clusters whose summary is stale are summarized again, and only that: they
+            # are not re-split (a cluster nothing else touched keeps its shape).
+            touched |= {label_of(sid) for sid in change.stale}
 
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
         if level + 1 > self.settings.max_levels or n_clusters > MIN_SHRINK * n_nodes:
