@@ -82,8 +82,8 @@ def group_roots(
     the roots gone since), so that a batch places its new roots and leaves the rest of
     the top as it was: a regrouping from scratch moved roots between many groups each
     batch, and every group that changed is summarized again (an LLM call each). When
-    they cannot reach ``groups`` within ``max_size``, the grouping starts over from
-    single roots, unless ``regroup`` is False (where the caller cannot afford that:
+    they cannot reach ``groups`` within ``max_size``, a grouping from single roots is
+    taken instead if it does, unless ``regroup`` is False (where the caller cannot afford that:
     engine/summaries.py, ``REGROUP_ROOTS``); then the groups stay, above the target. The
     score of two groups is ``alpha * cosine(centroids) + (1 - alpha) * proximity``,
     proximity being ``exp(-d^2 / 2)`` for the smallest distance ``d`` between their
@@ -99,10 +99,16 @@ def group_roots(
     rank = _ranks(docs, positions)
     top = _Agglomeration(np.asarray(vectors, dtype=np.float64), docs, rank, alpha, start)
     top.merge_pairs(groups, max_size)
-    if start and regroup and top.count > max(groups, 1):
-        return group_roots(vectors, docs, positions, groups=groups, max_size=max_size, alpha=alpha)
     top.place_singletons(max_size)
-    return top.groups()
+    kept = top.groups()
+    if start and regroup and len(kept) > max(groups, 1):
+        # Start over only when that reaches the target: a top that no grouping brings
+        # down to ``groups`` keeps its groups, instead of being regrouped by every
+        # later batch into groups a little different, each a covering node rewritten.
+        fresh = group_roots(vectors, docs, positions, groups=groups, max_size=max_size, alpha=alpha)
+        if len(fresh) <= max(groups, 1):
+            return fresh
+    return kept
 
 
 class _Agglomeration:
