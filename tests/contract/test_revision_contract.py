@@ -185,3 +185,31 @@ def test_neo4j_next_links_follow_an_updated_document(memory_name: str) -> None:
         assert [c.text for c in memory.document_chunks("doc")] == [c.text for c in expected]
         assert reading_order(memory.store, "doc") == list(itertools.pairwise(now))
         assert has_chunk(memory.store, "doc") == set(now)
+
+
+def test_placing_chunks_moves_them_and_keeps_their_vectors(store: GraphStore) -> None:
+    """``place_chunks`` writes position, offsets and a changed text; the vector and
+    the full-text index follow, nothing else of the node changes."""
+    with store.transaction():
+        store.upsert_document(DocumentRecord("d", "d.txt", "abc", 3))
+        store.upsert_nodes([at(f"c{i}", i) for i in range(3)])
+    moved = [
+        Node("c1", 0, CHUNK, "text of c1", "d", 2, None, {"start_char": 40, "end_char": 50}),
+        Node("c2", 0, CHUNK, "text  of\nc2 plainly", "d", 1, None, {"start_char": 20}),
+    ]
+    with store.transaction():
+        store.place_chunks(moved)
+    nodes = store.get_nodes(["c0", "c1", "c2"], embeddings=True)
+    assert [(i, n.position) for i, n in sorted(nodes.items())] == [
+        ("c0", 0),
+        ("c1", 2),
+        ("c2", 1),
+    ]
+    assert nodes["c1"].props == {"start_char": 40, "end_char": 50}
+    assert nodes["c1"].text == "text of c1" and nodes["c2"].text == "text  of\nc2 plainly"
+    for i, position in (("c1", 1), ("c2", 2)):  # the vectors they were written with
+        assert nodes[i].embedding is not None
+        assert float(nodes[i].embedding @ unit(position)) == pytest.approx(1.0)
+    assert [i for i, _ in store.search_text(0, "plainly", 5)] == ["c2"]
+    if hasattr(store, "_run"):  # Neo4j: reading order follows the new positions
+        assert reading_order(store, "d") == [("c0", "c2"), ("c2", "c1")]
