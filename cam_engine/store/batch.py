@@ -270,10 +270,6 @@ class BatchStore:
         at = self._s.chunk_at
         return {at[(doc_id, p)] for p in positions if (doc_id, p) in at}
 
-    def infos_at_positions(self, doc_id: str, positions: Iterable[int]) -> list[NodeInfo]:
-        """The chunks of a document at these positions, without text (no store call)."""
-        return [self._s.nodes[i] for i in sorted(self.chunk_ids_near(doc_id, positions))]
-
     def nearest(self, level: int, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """The top ``k`` chunks (level 0) by cosine, as this batch has left them: an
         exact search over the structure's chunk vectors, no store call."""
