@@ -209,7 +209,7 @@ def test_server_stopped_mid_batch_keeps_whole_batches_and_ingest_resumes(
         check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
 
         report = memory.ingest_text(text, DOC_ID, batch_size=BATCH)
-        assert sum(b.chunks_skipped for b in report.batches) == kept
+        assert sum(b.chunks_kept for b in report.batches) == kept
         assert report.chunks_added == total - kept
         stats = memory.stats()
         assert stats["levels"][0]["nodes"] == total
