@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -262,22 +264,19 @@ class IngestPipeline:
             return
         added = [c for p in plans.values() for c in p.added]
         total = sum(len(chunks) for _, chunks in new.values())
-        prepared = prefetched(_batches(iter(added), batch_size), self.embedder.embed)
         done = kept
-        first: PreparedBatch | None = next(prepared, None) or PreparedBatch([], 0.0)
-        number = 0
-        while first is not None:
-            batch = first
-            result = self._add_batch(records, batch, number, plans=plans if number == 0 else None)
-            if number == 0:
-                result.chunks_kept = kept
-            done += len(batch.chunks)
-            result.chunks_done, result.chunks_total = done, total
-            report.batches.append(result)
-            if on_batch is not None:
-                on_batch(result)
-            first = next(prepared, None)
-            number += 1
+        with closing(prefetched(_batches(iter(added), batch_size), self.embedder.embed)) as ready:
+            # The first batch carries the removals and moves, added chunks or none.
+            first = next(ready, None) or PreparedBatch([], 0.0)
+            for number, batch in enumerate(itertools.chain([first], ready)):
+                result = self._add_batch(records, batch, number, plans=None if number else plans)
+                if number == 0:
+                    result.chunks_kept = kept
+                done += len(batch.chunks)
+                result.chunks_done, result.chunks_total = done, total
+                report.batches.append(result)
+                if on_batch is not None:
+                    on_batch(result)
 
     def _plan(
         self, new: dict[str, tuple[DocumentRecord, list[Chunk]]]

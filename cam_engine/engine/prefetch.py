@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,7 +45,7 @@ def prefetched(
     embed: Embed,
     *,
     skip: Callable[[Chunk], bool] = lambda chunk: False,
-) -> Iterator[PreparedBatch]:
+) -> Generator[PreparedBatch, None, None]:
     """``batches`` with their chunks embedded one batch ahead, in a worker thread.
 
     Chunks for which ``skip`` is true (already in the memory) are not embedded; the
