@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
 from cam_engine.cli.options import device_option, echo_json
+
+Command = Callable[..., Any]
+
+
+def embedding_options(command: Command) -> Command:
+    """--embed-model, --device and --cached-vectors: what embeds a benchmark's text."""
+    command = click.option(
+        "--cached-vectors",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Read and save chunk and summary vectors in this .npz, so a second run times "
+        "the engine alone.",
+    )(command)
+    command = device_option(command)
+    return click.option(
+        "--embed-model",
+        default=None,
+        help="Embedding model (default: the memory default); openai:NAME for an API at "
+        "$CAM_EMBED_BASE_URL.",
+    )(command)
 
 
 @click.group()
@@ -31,19 +52,7 @@ def bench() -> None:
     help="Folder for the benchmark's SQLite file (default: a temp dir), or a bolt:// or "
     "neo4j:// URI to measure Neo4j (a memory bench-PID, deleted afterwards).",
 )
-@click.option(
-    "--embed-model",
-    default=None,
-    help="Embedding model (default: the memory default); openai:NAME for an API at "
-    "$CAM_EMBED_BASE_URL.",
-)
-@device_option
-@click.option(
-    "--cached-vectors",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read and save chunk and summary vectors in this .npz, so a second run times the "
-    "engine alone.",
-)
+@embedding_options
 @click.option(
     "--cross-memory",
     is_flag=True,
@@ -86,19 +95,7 @@ def bench_ingest(
     help="Folder for the benchmark's SQLite files (default: a temp dir), or a bolt:// or "
     "neo4j:// URI to measure Neo4j (memories bench-lifecycle-PID*, deleted afterwards).",
 )
-@click.option(
-    "--embed-model",
-    default=None,
-    help="Embedding model (default: the memory default); openai:NAME for an API at "
-    "$CAM_EMBED_BASE_URL.",
-)
-@device_option
-@click.option(
-    "--cached-vectors",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Read and save chunk and summary vectors in this .npz, so a second run times the "
-    "engine alone.",
-)
+@embedding_options
 def bench_lifecycle(
     batch_size: int,
     store: str | None,
