@@ -20,20 +20,10 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
 from tests.conftest import shared_file
+from tests.unit.test_mcp_server import QUESTION, TOOLS
 
 pytestmark = [pytest.mark.realdata]
 
-TOOLS = {
-    "ingest_text",
-    "ingest_file",
-    "delete_document",
-    "ask",
-    "search",
-    "show_node",
-    "stats",
-    "memories",
-}
-QUESTION = "Where did Walton twice hire himself as an under-mate?"
 ANSWER = "Greenland whaler"
 
 
