@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from cam_engine.errors import ConfigError
+from cam_engine.limits import Limits
 
 DEFAULT_MEMORY = "default"
 N = TypeVar("N", int, float)
@@ -170,6 +171,8 @@ class Environment:
     crash_at: FaultPoint | None = None
     pause_at: FaultPoint | None = None
     pause_file: str | None = None
+    # What one input may cost (CAM_MAX_* variables): cam_engine/limits.py.
+    limits: Limits = field(default_factory=Limits)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Environment:
@@ -195,6 +198,7 @@ class Environment:
             crash_at=_fault_point(env, "CAM_CRASH_AT"),
             pause_at=_fault_point(env, "CAM_PAUSE_AT"),
             pause_file=env.get("CAM_PAUSE_FILE") or None,
+            limits=Limits.from_env(env),
         )
 
     def __repr__(self) -> str:  # never print the keys
