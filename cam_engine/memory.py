@@ -35,7 +35,7 @@ from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
-from cam_engine.sources import API_OPTIONS, OptionNames
+from cam_engine.sources import API_OPTIONS, AllowedRoots, OptionNames
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
@@ -313,6 +313,7 @@ class Memory:
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = "utf-8",
+        allow: AllowedRoots | Iterable[str | Path] | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -323,8 +324,13 @@ class Memory:
         before anything is read. A document that cannot be read is reported in
         ``errors`` and skipped; the memory is not touched for it. ``encoding``: of text
         files and stdin (PDF, EPUB and HTML say their own); an unknown one is a
-        ``ConfigError``.
+        ``ConfigError``. ``allow``: the folders (or files) reads are kept to, with their
+        symlinks resolved; None reads any file. A file is checked as it is opened, on
+        the file opened, not its name: one swapped for a link out of them after it was
+        named is an error, never read; stdin is refused (``sources.open_document``).
         """
+        if allow is not None and not isinstance(allow, AllowedRoots):
+            allow = AllowedRoots.of(allow)
         return self._pipeline().ingest(
             paths,
             batch_size=batch_size,
@@ -334,6 +340,7 @@ class Memory:
             on_batch=on_batch,
             on_error=on_error,
             encoding=encoding,
+            allow=allow,
         )
 
     def ingest_text(
