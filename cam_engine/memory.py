@@ -186,7 +186,7 @@ class Memory:
         env = environment or Environment.from_env()
         name = validate_memory_name(env.memory if name is None else name)
         if store is None or isinstance(store, str | Path):
-            graph = open_store(store or env.store, name, env, create=create)
+            graph = open_store(store if store is not None else env.store, name, env, create=create)
         else:
             graph = store
         # Settings that leave the model at its default take it from the embedder given,
@@ -657,7 +657,7 @@ def memories_in(
 ) -> list[str]:
     """The names of the memories a store holds (an error if the store does not exist)."""
     env = environment or Environment.from_env()
-    graph = open_store(store or env.store, DEFAULT_MEMORY, env, create=False)
+    graph = open_store(store if store is not None else env.store, DEFAULT_MEMORY, env, create=False)
     try:
         return graph.memories()
     finally:

@@ -73,7 +73,7 @@ class MemoryTools:
         readers: int = READERS,
     ) -> None:
         self.env = environment
-        self.store = str(store or environment.store)
+        self.store = str(store if store is not None else environment.store)
         self.name = validate_memory_name(memory or environment.memory)
         self.allow = AllowedRoots(tuple(_root(path) for path in allow))
         self.summarizer = summarizer or ExtractiveSummarizer()
