@@ -300,7 +300,8 @@ def open_document(path: Path, allow: AllowedRoots | None = None) -> BinaryIO:
     waited its turn) is refused, never read: the name is resolved and must lie under a
     root; the resolved name is opened without following a final symlink; and the open
     descriptor must still be that file (same device and inode) and really lie under a
-    root (on Linux, its path as /proc gives it, which no rename or link can fake).
+    root (on Linux, its path as /proc gives it, which no symlink can fake; a hard link
+    made inside a root is that root's file, as for any path check).
     Callers read from what this returns and close it.
     """
     if "\x00" in str(path):
