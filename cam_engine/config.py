@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,11 +22,11 @@ DEFAULT_MEMORY = "default"
 N = TypeVar("N", int, float)
 DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
 # Memory names end up in file names, Neo4j property values and index names: keep them plain.
-MEMORY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+MEMORY_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 
 
 def validate_memory_name(name: str) -> str:
-    if not MEMORY_NAME.match(name):
+    if not MEMORY_NAME.fullmatch(name):  # `$` would let "name\n" in
         raise ConfigError(
             f"invalid memory name {name!r}: use a letter then up to 62 letters, digits, '_' or '-'"
         )
@@ -122,9 +123,29 @@ def check_batch_size(batch_size: int) -> int:
     return batch_size
 
 
-def default_store_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "cam" / "memory.db"
+def default_store_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/cam/memory.db``, else ``~/.local/share/cam/memory.db``: the XDG
+    base directory spec has a relative ``XDG_DATA_HOME`` ignored, as it would put the
+    store wherever the command happens to run."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or ""
+    data = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "share"
+    return data / "cam" / "memory.db"
+
+
+# The user information of a URI ("bolt://neo4j:secret@host"), also in a URI missing a
+# slash ("bolt:/neo4j:secret@host"): what ``redact_credentials`` hides.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*:/{0,2})[^/@]*@")
+
+
+def redact_credentials(location: str) -> str:
+    """A store location fit to print: a URI's user name and password replaced by
+    ``***`` (``bolt://***@host:7687``); a file path as it is."""
+    return _USERINFO.sub(r"\1***@", location)
+
+
+def has_credentials(location: str) -> bool:
+    return redact_credentials(location) != location
 
 
 @dataclass(frozen=True)
@@ -179,7 +200,7 @@ class Environment:
         env = dict(os.environ) if env is None else env
         return cls(
             # --store beats CAM_STORE, which beats CAM_NEO4J_URI; else the SQLite default
-            store=env.get("CAM_STORE") or env.get("CAM_NEO4J_URI") or str(default_store_path()),
+            store=env.get("CAM_STORE") or env.get("CAM_NEO4J_URI") or str(default_store_path(env)),
             memory=env.get("CAM_MEMORY") or DEFAULT_MEMORY,
             embed_model=env.get("CAM_EMBED_MODEL") or None,
             llm_base_url=env.get("CAM_LLM_BASE_URL") or None,
@@ -205,7 +226,7 @@ class Environment:
         key = "set" if self.llm_api_key else "unset"
         embed_key = "set" if self.embed_api_key else "unset"
         return (
-            f"Environment(store={self.store!r}, memory={self.memory!r}, "
+            f"Environment(store={redact_credentials(self.store)!r}, memory={self.memory!r}, "
             f"embed_model={self.embed_model!r}, embed_base_url={self.embed_base_url!r}, "
             f"embed_api_key=<{embed_key}>, llm_base_url={self.llm_base_url!r}, "
             f"llm_model={self.llm_model!r}, llm_api_key=<{key}>, "

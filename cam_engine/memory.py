@@ -35,7 +35,7 @@ from cam_engine.progress import ProgressCallback
 from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
-from cam_engine.sources import API_OPTIONS, OptionNames
+from cam_engine.sources import API_OPTIONS, AllowedRoots, OptionNames
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
@@ -186,7 +186,7 @@ class Memory:
         env = environment or Environment.from_env()
         name = validate_memory_name(env.memory if name is None else name)
         if store is None or isinstance(store, str | Path):
-            graph = open_store(store or env.store, name, env, create=create)
+            graph = open_store(store if store is not None else env.store, name, env, create=create)
         else:
             graph = store
         # Settings that leave the model at its default take it from the embedder given,
@@ -313,6 +313,7 @@ class Memory:
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = "utf-8",
+        allow: AllowedRoots | Iterable[str | Path] | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -323,8 +324,13 @@ class Memory:
         before anything is read. A document that cannot be read is reported in
         ``errors`` and skipped; the memory is not touched for it. ``encoding``: of text
         files and stdin (PDF, EPUB and HTML say their own); an unknown one is a
-        ``ConfigError``.
+        ``ConfigError``. ``allow``: the folders (or files) reads are kept to, with their
+        symlinks resolved; None reads any file. A file is checked as it is opened, on
+        the file opened, not its name: one swapped for a link out of them after it was
+        named is an error, never read; stdin is refused (``sources.open_document``).
         """
+        if allow is not None and not isinstance(allow, AllowedRoots):
+            allow = AllowedRoots.of(allow)
         return self._pipeline().ingest(
             paths,
             batch_size=batch_size,
@@ -334,6 +340,7 @@ class Memory:
             on_batch=on_batch,
             on_error=on_error,
             encoding=encoding,
+            allow=allow,
         )
 
     def ingest_text(
@@ -650,7 +657,7 @@ def memories_in(
 ) -> list[str]:
     """The names of the memories a store holds (an error if the store does not exist)."""
     env = environment or Environment.from_env()
-    graph = open_store(store or env.store, DEFAULT_MEMORY, env, create=False)
+    graph = open_store(store if store is not None else env.store, DEFAULT_MEMORY, env, create=False)
     try:
         return graph.memories()
     finally:

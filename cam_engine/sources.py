@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
+import os
+import stat
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from cam_engine import formats
 from cam_engine.errors import ConfigError, InputError
@@ -175,28 +179,38 @@ class DocumentText:
 
 
 def read_document(
-    path: Path, *, encoding: str = UTF8, options: OptionNames = API_OPTIONS
+    path: Path,
+    *,
+    encoding: str = UTF8,
+    options: OptionNames = API_OPTIONS,
+    allow: AllowedRoots | None = None,
 ) -> tuple[str, str]:
     """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file: ``load_document``'s
     text and hash."""
-    document = load_document(path, encoding=encoding, options=options)
+    document = load_document(path, encoding=encoding, options=options, allow=allow)
     return document.text, document.sha256
 
 
 def load_document(
-    path: Path, *, encoding: str = UTF8, options: OptionNames = API_OPTIONS
+    path: Path,
+    *,
+    encoding: str = UTF8,
+    options: OptionNames = API_OPTIONS,
+    allow: AllowedRoots | None = None,
 ) -> DocumentText:
     """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
     which), cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and
     licence), with a PDF's page starts; InputError naming the file otherwise.
-    ``encoding`` is a text file's (PDF, EPUB and HTML say their own).
+    ``encoding`` is a text file's (PDF, EPUB and HTML say their own). With ``allow``,
+    the file opened must lie under its roots (``open_document``).
 
     The hash is of the file's bytes, not of the text taken out of them: a file keeps its
     hash whatever the extraction does, so re-ingesting it is still recognized (its
     chunks, not its hash, then say whether the text changed), and a text file keeps the
     hash memories recorded before there were other formats. ``text_hash`` is the text's.
     """
-    data = _read_bytes(path)
+    with open_document(path, allow) as file:
+        data = _read_all(path, file)
     kind = formats.detect(path, data)
     starts: list[tuple[int, int]] = []
     if kind == "pdf":
@@ -247,15 +261,110 @@ def check_encoding(encoding: str, options: OptionNames = API_OPTIONS) -> str:
 
 def read_text(path: Path) -> tuple[str, str]:
     """(text, sha256) of a UTF-8 text file, as it is; InputError naming the file otherwise."""
-    data = _read_bytes(path)
+    with open_document(path) as file:
+        data = _read_all(path, file)
     return _decode(path, data), hashlib.sha256(data).hexdigest()
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_all(path: Path, file: BinaryIO) -> bytes:
     try:
-        return path.read_bytes()
+        return file.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+@dataclass(frozen=True)
+class AllowedRoots:
+    """The folders (and files) a reader may open, each with its symlinks resolved:
+    ``open_document`` refuses a file that does not lie under one of them once opened."""
+
+    roots: tuple[Path, ...]
+
+    @classmethod
+    def of(cls, paths: Iterable[str | Path]) -> AllowedRoots:
+        return cls(tuple(Path(p).expanduser().resolve() for p in paths))
+
+    def permits(self, resolved: Path) -> bool:
+        """Whether a path with no symlinks left in it lies under a root."""
+        return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
+
+    def __str__(self) -> str:
+        return ", ".join(str(root) for root in self.roots)
+
+
+def open_document(path: Path, allow: AllowedRoots | None = None) -> BinaryIO:
+    """``path`` opened for reading, a regular file; InputError naming it otherwise.
+
+    With ``allow``, what is checked is the file opened, not its name, so that a file
+    swapped for a link out of the roots after a caller checked it (while an ingest
+    waited its turn) is refused, never read: the name is resolved and must lie under a
+    root; the resolved name is opened without following a final symlink; and the open
+    descriptor must still be that file (same device and inode) and really lie under a
+    root (on Linux, its path as /proc gives it, which no symlink can fake; a hard link
+    made inside a root is that root's file, as for any path check).
+    Callers read from what this returns and close it.
+    """
+    if "\x00" in str(path):
+        raise InputError(f"{str(path)!r}: a path cannot hold a NUL character", str(path))
+    target = _resolved(path) if allow is not None else path
+    if allow is not None and not allow.permits(target):
+        raise InputError(f"{path}: outside the allowed folders ({allow})", str(path))
+    nofollow = getattr(os, "O_NOFOLLOW", 0) if allow is not None else 0
+    # O_NONBLOCK: a FIFO swapped in must not hang the open (it is refused below).
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(target, flags | nofollow | nonblock)
+    except OSError as exc:
+        if nofollow and exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise _changed(path, allow) from None  # the resolved name is a link now
+        raise InputError(f"{path}: cannot read ({exc.strerror})", str(path)) from exc
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise InputError(f"{path}: not a regular file", str(path))
+        if allow is not None:
+            real = _opened_path(fd, opened, target)
+            if real is None or not allow.permits(real):
+                raise _changed(path, allow)
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python 3.11, 3.12)
+        raise InputError(f"{path}: cannot resolve its links ({exc})", str(path)) from exc
+
+
+def _opened_path(fd: int, opened: os.stat_result, named: Path) -> Path | None:
+    """The real path of the file open on ``fd``, which ``named`` resolved to when
+    opened: None when ``named`` is not that file now (same device and inode), else its
+    path as Linux's /proc says, or ``named``'s real path where there is no /proc."""
+    real = Path(os.path.realpath(named))
+    try:
+        now = os.stat(real)
+    except OSError:
+        return None
+    if (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+        return None
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:  # no /proc (macOS, Windows): the inode check above stands alone
+        return real
+
+
+def _changed(path: Path, allow: AllowedRoots | None) -> InputError:
+    return InputError(
+        f"{path}: changed after it was checked: it now leads outside the allowed folders "
+        f"({allow}) or to another file; not read",
+        str(path),
+    )
 
 
 def _decode(

@@ -17,6 +17,7 @@ from cam_engine.cli.options import (
     plural,
 )
 from cam_engine.cli.progress import ProgressLines
+from cam_engine.cli.terminal import printable
 from cam_engine.errors import CamError
 from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, STRATEGIES
 
@@ -203,9 +204,11 @@ def ask(
         echo_json(result.to_dict())
         return
     found = result.retrieval
-    click.echo(f"answer ({result.backend}): {result.answer or '(no sentence matched)'}")
+    answer = printable(result.answer, lines=True)  # a chat model's answer keeps its lines
+    click.echo(f"answer ({result.backend}): {answer or '(no sentence matched)'}")
     if result.answer_citations:  # where the quoted sentences are
-        click.echo("quoted from: " + "; ".join(c.citation for c in result.answer_citations))
+        quoted = "; ".join(c.citation for c in result.answer_citations)
+        click.echo(printable(f"quoted from: {quoted}"))
     if spec.family == ADAPTER:
         click.echo(
             f"\n{strategy}: {plural(len(result.evidence), 'source')}, "
@@ -227,4 +230,5 @@ def ask(
         snippet = " ".join(e.text.split())
         if len(snippet) > width:
             snippet = snippet[: width - 1] + "…"
-        click.echo(f"  {e.node_id:<{id_width}} {level}  {e.citation:<{cite_width}}  {snippet}")
+        line = f"  {e.node_id:<{id_width}} {level}  {e.citation:<{cite_width}}  {snippet}"
+        click.echo(printable(line))

@@ -91,7 +91,7 @@ def browse(
     once per browser profile), then :param lines and queries to paste.
     """
     env = Environment.from_env()
-    location = store or env.store
+    location = store if store is not None else env.store
     if not is_neo4j_uri(location):
         raise click.ClickException(
             "cam browse needs a memory in Neo4j: pass --store bolt://HOST:7687 "

@@ -18,6 +18,7 @@ from cam_engine.cli.options import (
     open_memory,
     plural,
 )
+from cam_engine.cli.terminal import printable
 from cam_engine.engine.reports import (
     BatchReport,
     DocumentChange,
@@ -75,7 +76,7 @@ class _Progress:
             if report.chunks_total:
                 self.bar = click.progressbar(
                     length=report.chunks_total,
-                    label=f"{report.document}",
+                    label=printable(report.document),
                     file=sys.stderr,
                     show_pos=True,
                 )
@@ -84,7 +85,8 @@ class _Progress:
             self.bar.update(max(report.chunks_done - self.bar.pos, 0))
         else:
             self.counting = True
-            click.echo(f"\r{report.document}: {report.chunks_done} chunks", nl=False, err=True)
+            line = f"{printable(report.document)}: {report.chunks_done} chunks"
+            click.echo(f"\r{line}", nl=False, err=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -141,7 +143,8 @@ def _build_view(
         click.echo(f"\rview readagent: {plural(done, 'page')} gisted", nl=False, err=True)
 
     def sessions(document: str, index: int, total: int) -> None:
-        click.echo(f"\rview gam: {document} session {index + 1}/{total}", nl=False, err=True)
+        line = f"view gam: {printable(document)} session {index + 1}/{total}"
+        click.echo(f"\r{line}", nl=False, err=True)
 
     extra: dict[str, Any] = {}
     if show_progress:
@@ -293,7 +296,7 @@ def ingest(
         progress.update(report)
 
     def on_error(error: IngestError) -> None:
-        click.echo(f"error: {error.message}", err=True)
+        click.echo(printable(f"error: {error.message}"), err=True)
 
     failed = False
     touched: list[str] = []
@@ -396,8 +399,8 @@ def _report_run(result: IngestReport, memory: Memory, as_json: bool) -> None:
     for change in document_changes(result.batches):
         version = versions.get(change.document, 1)
         if change.changed and version > 1:
-            click.echo(_updated_line(change, version))
-    click.echo(_ingest_line(result, summary, memory))
+            click.echo(printable(_updated_line(change, version)))
+    click.echo(printable(_ingest_line(result, summary, memory)))
 
 
 def _updated_line(change: DocumentChange, version: int) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
+from cam_engine.cli.terminal import printable
 from cam_engine.types import CHUNK
 
 SHOWN = 20  # documents listed by name in cam stats' text output
@@ -27,10 +28,10 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(data)
         return
-    click.echo(f"memory {data['memory']!r} in {data['store']}")
+    click.echo(printable(f"memory {data['memory']!r} in {data['store']}"))
     click.echo(f"documents: {data['documents']}")
     for line in _document_lines(data["document_list"]):
-        click.echo(f"  {line}")
+        click.echo(printable(f"  {line}"))
     click.echo(
         f"{'level':>5} {'nodes':>7} {'edges':>7} {'clusters':>8} {'replicas':>8} "
         f"{'single':>6}  cluster sizes (members: clusters)"
@@ -62,16 +63,17 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         f"{view} ({', '.join(plural(n, kind) for kind, n in kinds.items())})"
         for view, kinds in data.get("views", {}).items()
     )
-    click.echo(f"views: {views or 'none (cam ingest --view readagent|gam)'}")
+    click.echo(printable(f"views: {views or 'none (cam ingest --view readagent|gam)'}"))
     settings = ", ".join(f"{k}={v}" for k, v in data["settings"].items())
-    click.echo(f"settings: {settings}")
+    click.echo(printable(f"settings: {settings}"))
     embedder = data["embedder"]
     if embedder["device"] == "api":
-        click.echo(f"embedding: {embedder['model']} through its API (CAM_EMBED_BASE_URL)")
+        line = f"embedding: {embedder['model']} through its API (CAM_EMBED_BASE_URL)"
     else:
-        click.echo(
+        line = (
             f"embedding: {embedder['model']} on {embedder['device']} (--device / CAM_EMBED_DEVICE)"
         )
+    click.echo(printable(line))
 
 
 HASH_SHOWN = 12  # hex digits of a document's sha256 in cam stats' table
@@ -137,7 +139,7 @@ def show(
 
     def clip(text: str) -> str:
         flat = " ".join(text.split())
-        return flat if len(flat) <= width else flat[: width - 1] + "…"
+        return printable(flat if len(flat) <= width else flat[: width - 1] + "…")
 
     if node.doc_id is None:
         where = "several documents"
@@ -147,13 +149,13 @@ def show(
         where = f"{node.doc_id} around #{round(node.position or 0)}"
     backend = node.props.get("backend")
     kind = f"{node.kind} ({backend})" if backend else node.kind
-    click.echo(f"{node.id}  level {node.level}  {kind}  {where}")
+    click.echo(printable(f"{node.id}  level {node.level}  {kind}  {where}"))
     click.echo(clip(node.text))
-    click.echo(f"cluster labels (level.number): {', '.join(view.clusters) or '-'}")
+    click.echo(printable(f"cluster labels (level.number): {', '.join(view.clusters) or '-'}"))
     for title, nodes in (("parents", view.parents), ("children", view.children)):
         click.echo(f"{title} ({len(nodes)}):")
         for n in nodes:
-            click.echo(f"  {n.id}  {clip(n.text)[:80]}")
+            click.echo(f"  {printable(n.id)}  {clip(n.text)[:80]}")
     click.echo(f"neighbours ({len(view.neighbours)}):")
     for n, weight in view.neighbours:
-        click.echo(f"  {n.id}  {weight:.3f}  {clip(n.text)[:70]}")
+        click.echo(f"  {printable(n.id)}  {weight:.3f}  {clip(n.text)[:70]}")

@@ -17,21 +17,27 @@ from cam_engine.cli.inspect import show, stats
 from cam_engine.cli.interrupts import end_process_if_interrupted, exit_interrupted
 from cam_engine.cli.manage import delete, memories
 from cam_engine.cli.mcp import mcp
+from cam_engine.cli.terminal import PrintableFormatter, printable
 from cam_engine.errors import CamError
 
 
 class CamGroup(click.Group):
     """Every command's engine error is one ``Error:`` line, never a traceback: a
     command that does not catch a ``CamError`` itself (a damaged store found mid-read)
-    still ends the way the errors it expects do. Ctrl-C ends every command with one
-    ``interrupted`` line and exit status 130 (click's own handling says "Aborted!" and
-    exits 1)."""
+    still ends the way the errors it expects do, its control characters escaped (a
+    document id or path in it cannot forge a line: ``cli/terminal.py``). Ctrl-C ends
+    every command with one ``interrupted`` line and exit status 130 (click's own
+    handling says "Aborted!" and exits 1)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except CamError as exc:
-            raise click.ClickException(str(exc)) from exc
+            raise click.ClickException(printable(str(exc))) from exc
+        except click.ClickException as exc:
+            if type(exc) is not click.ClickException:  # usage errors: click's own words
+                raise
+            raise click.ClickException(printable(exc.message)) from exc.__cause__
         except KeyboardInterrupt:
             exit_interrupted()
 
@@ -58,10 +64,9 @@ def cli(verbose: bool) -> None:
     eval measures retrieval against BM25 and dense baselines on real data; cam mcp
     serves a memory to agents over the Model Context Protocol.
     """
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
     if not verbose:
         # pypdf warns of each repair it makes to a slightly malformed PDF (most real ones);
         # a PDF it cannot read still gets its one-line error.

@@ -7,6 +7,7 @@ import click
 
 from cam_engine import Environment, Memory
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
+from cam_engine.cli.terminal import printable
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import CamError
 from cam_engine.memory import memories_in
@@ -25,7 +26,7 @@ def memories(store: str | None, as_json: bool) -> None:
         echo_json(names)
         return
     for name in names:
-        click.echo(name)
+        click.echo(printable(name))
     if not names:
         click.echo("no memories yet (cam ingest PATH creates one)", err=True)
 
@@ -72,7 +73,7 @@ def delete(
     if as_json:
         echo_json({"deleted": "memory", "memory": name, "store": where})
     else:
-        click.echo(f"deleted memory {name!r} from {where}")
+        click.echo(printable(f"deleted memory {name!r} from {where}"))
 
 
 def _delete_documents(memory: Memory, doc_ids: list[str], yes: bool, as_json: bool) -> None:
@@ -93,9 +94,11 @@ def _delete_documents(memory: Memory, doc_ids: list[str], yes: bool, as_json: bo
             echo_json({"deleted": "document", "memory": memory.name, **report.to_dict()})
             return
         click.echo(
-            f"deleted document {report.document!r}: {plural(report.chunks_removed, 'chunk')} "
-            f"removed; {plural(report.summaries_written, 'summary')} written, "
-            f"{report.summaries_removed} removed"
+            printable(
+                f"deleted document {report.document!r}: {plural(report.chunks_removed, 'chunk')} "
+                f"removed; {plural(report.summaries_written, 'summary')} written, "
+                f"{report.summaries_removed} removed"
+            )
         )
 
     try:
@@ -105,5 +108,5 @@ def _delete_documents(memory: Memory, doc_ids: list[str], yes: bool, as_json: bo
 
 
 def _confirm(yes: bool, question: str) -> None:
-    if not yes and not click.confirm(question, err=True):
+    if not yes and not click.confirm(printable(question), err=True):
         raise click.Abort()

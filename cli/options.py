@@ -22,7 +22,8 @@ def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
         "--store",
         metavar="PATH|URI",
         help="SQLite file, or a bolt:// or neo4j:// URI (default: $CAM_STORE, else "
-        "$CAM_NEO4J_URI, else $XDG_DATA_HOME/cam/memory.db, i.e. ~/.local/share/cam/memory.db).",
+        "$CAM_NEO4J_URI, else $XDG_DATA_HOME/cam/memory.db when it is absolute, else "
+        "~/.local/share/cam/memory.db).",
     )
     @click.option(
         "--memory",

@@ -35,6 +35,7 @@ from cam_engine.llm import Summarizer
 from cam_engine.sources import (
     API_OPTIONS,
     UTF8,
+    AllowedRoots,
     DocumentText,
     OptionNames,
     Source,
@@ -88,13 +89,16 @@ class IngestPipeline:
         on_batch: BatchCallback | None = None,
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = UTF8,
+        allow: AllowedRoots | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
         A document that cannot be read is reported in ``errors`` and skipped; the
         memory is not touched for it. ``encoding``: of the text files and stdin.
         Two paths that would be the same document are an ``InputError`` before any
-        is read (``sources.unique_sources``).
+        is read (``sources.unique_sources``). With ``allow``, each file is read only if
+        the file opened lies under its roots (``sources.open_document``), and stdin
+        not at all.
         """
         check_batch_size(batch_size)
         encoding = check_encoding(encoding, self.options)
@@ -115,7 +119,9 @@ class IngestPipeline:
             try:
                 if isinstance(item, InputError):
                     raise item
-                self._ingest_source(item, batch_size, stdin, report, on_batch, encoding)
+                if allow is not None and item.path is None:
+                    raise InputError(f"stdin is not a file under the allowed folders ({allow})")
+                self._ingest_source(item, batch_size, stdin, report, on_batch, encoding, allow)
             except InputError as exc:
                 error = IngestError(
                     item.label if isinstance(item, Source) else exc.source, str(exc)
@@ -186,6 +192,7 @@ class IngestPipeline:
         report: IngestReport,
         on_batch: BatchCallback | None,
         encoding: str = UTF8,
+        allow: AllowedRoots | None = None,
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
@@ -196,7 +203,7 @@ class IngestPipeline:
             chunks = chunk_stream(source.doc_id, hashed, budget)
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
             return
-        document = load_document(source.path, encoding=encoding, options=self.options)
+        document = load_document(source.path, encoding=encoding, options=self.options, allow=allow)
         text, sha = document.text, document.sha256
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 != sha and known.source != str(source.path):

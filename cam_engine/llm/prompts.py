@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 PACKAGE = "cam_engine.llm"
 FOLDER = "prompts"
 SUFFIX = ".toml"
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Prompt:
 
 def load_prompt(name: str) -> Prompt:
     """Load ``prompts/<name>.toml`` from the package; cached, prompts are immutable."""
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise PromptError(f"invalid prompt name {name!r}: use lower-case letters, digits, '_'")
     return _load(name)
 
@@ -108,7 +108,7 @@ def parse_prompt(text: str, *, source: str, expected_id: str | None = None) -> P
     if unknown:
         raise fail("unknown keys: " + ", ".join(unknown))
     prompt_id, version = data["id"], data["version"]
-    if not isinstance(prompt_id, str) or not _NAME.match(prompt_id):
+    if not isinstance(prompt_id, str) or not _NAME.fullmatch(prompt_id):
         raise fail(f"id must be a lower-case name, got {prompt_id!r}")
     if expected_id is not None and prompt_id != expected_id:
         raise fail(f"id {prompt_id!r} does not match the file name {expected_id!r}")
@@ -145,7 +145,7 @@ def template_fields(template: str, *, source: str = "<template>") -> set[str]:
     for _literal, field, spec, _conversion in parsed:
         if field is None:
             continue
-        if not _FIELD.match(field):
+        if not _FIELD.fullmatch(field):
             raise PromptError(
                 f"prompt file {source}: field {{{field}}} must be a plain name "
                 "(no positions, attributes or indexes)"

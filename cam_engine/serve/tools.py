@@ -38,6 +38,7 @@ from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.memory import Memory, memories_in
 from cam_engine.retrieval.strategies import DEFAULT, strategy_named
 from cam_engine.serve.readers import ReaderPool, SerialEmbedder
+from cam_engine.sources import AllowedRoots
 
 logger = logging.getLogger(__name__)
 
@@ -72,9 +73,9 @@ class MemoryTools:
         readers: int = READERS,
     ) -> None:
         self.env = environment
-        self.store = str(store or environment.store)
+        self.store = str(store if store is not None else environment.store)
         self.name = validate_memory_name(memory or environment.memory)
-        self.roots = [_root(path) for path in allow]
+        self.allow = AllowedRoots(tuple(_root(path) for path in allow))
         self.summarizer = summarizer or ExtractiveSummarizer()
         self.chat, self.selector, self.answerer = chat, selector, answerer
         self.llm_concurrency = llm_concurrency
@@ -253,12 +254,15 @@ class MemoryTools:
             memory = self._writable()
             started = time.perf_counter()
             # The resolved path, never the raw one: "-" would read the server's stdin.
+            # The check above was on names, before the wait for the lock; each file is
+            # checked again as it is opened, on what was opened (sources.open_document).
             report = memory.ingest(
                 [target],
                 batch_size=batch_size,
                 document=document,
                 document_prefix=document_prefix,
                 encoding=encoding,
+                allow=self.allow,
             )
             if report.errors and not report.batches:
                 raise InputError("; ".join(e.message for e in report.errors))
@@ -282,31 +286,33 @@ class MemoryTools:
     def allowed_path(self, path: str) -> Path:
         """``path`` with its symlinks resolved, if it lies under an allowed root (for a
         folder: every file ingest would read from it); ``InputError`` otherwise."""
-        if not self.roots:
+        if not self.allow.roots:
             raise InputError(
                 "ingest_file may read no files: start the server with `cam mcp --allow "
                 "FOLDER` to let it read files under FOLDER, or send the text with ingest_text"
             )
         if not path.strip():
             raise InputError("the path is empty: give a file or a folder")
-        target = Path(path).expanduser().resolve()
-        roots = ", ".join(str(r) for r in self.roots)
-        if not self._allowed(target):
+        if "\x00" in path:
+            raise InputError(f"{path!r}: a path cannot hold a NUL character")
+        try:
+            target = Path(path).expanduser().resolve()
+        except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (3.11, 3.12)
+            raise InputError(f"{path}: cannot resolve its links ({exc})") from exc
+        roots = str(self.allow)
+        if not self.allow.permits(target):
             raise InputError(
                 f"{path}: outside the folders this server may read ({roots}); use a path "
                 "under one of them, or restart the server with another --allow"
             )
         if target.is_dir():
             for file in _folder_files(target):
-                if not self._allowed(file.resolve()):
+                if not self.allow.permits(file.resolve()):
                     raise InputError(
                         f"{path}: {file.relative_to(target)} links outside the folders this "
                         f"server may read ({roots})"
                     )
         return target
-
-    def _allowed(self, resolved: Path) -> bool:
-        return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
 
     def ask(
         self,

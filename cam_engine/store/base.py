@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
-from cam_engine.config import Environment
+from cam_engine.config import Environment, redact_credentials
 from cam_engine.errors import ConfigError, NotFoundError
 from cam_engine.types import Edge, Node, Replica, ViewNode
 
@@ -256,6 +256,7 @@ class GraphStore(BuilderStore, ViewStore, Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
+IN_MEMORY = ":memory:"
 NEO4J_SCHEMES = {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
 # "scheme://..." (two or more letters, so a path never looks like one), and a Neo4j
 # scheme missing a slash: both would otherwise become SQLite files named "http:/...".
@@ -282,13 +283,24 @@ def open_store(
     does not exist is an error instead of a new empty store (commands that only read).
     """
     text = str(location)
+    if not text.strip():  # Path("") is ".": it would name this folder
+        raise ConfigError(
+            "the store location is empty: give a SQLite file path or a bolt:// or neo4j:// "
+            "URI, or leave it out for the default store"
+        )
+    if text == IN_MEMORY:
+        raise ConfigError(
+            f"{IN_MEMORY} (SQLite's in-memory database) cannot hold a memory: a memory "
+            "outlives the command that builds it and is read over several connections; "
+            "give a file path (a temporary one for scratch work, such as /tmp/scratch.db)"
+        )
     uri = _URI.match(text)
     if uri:
         scheme = uri.group(1).lower()
         if scheme not in NEO4J_SCHEMES:
             raise ConfigError(
-                f"unknown store URI scheme {uri.group(1)!r} in {text!r}: a store is a "
-                "SQLite file path or a bolt:// or neo4j:// URI (+s or +ssc for TLS)"
+                f"unknown store URI scheme {uri.group(1)!r} in {redact_credentials(text)!r}: "
+                "a store is a SQLite file path or a bolt:// or neo4j:// URI (+s or +ssc for TLS)"
             )
         from cam_engine.store.neo4j import Neo4jStore
 
@@ -301,7 +313,9 @@ def open_store(
             database=env.neo4j_database,
         )
     if _BROKEN_NEO4J_URI.match(text):
-        raise ConfigError(f"malformed Neo4j URI {text!r}: write it as bolt://HOST:PORT")
+        raise ConfigError(
+            f"malformed Neo4j URI {redact_credentials(text)!r}: write it as bolt://HOST:PORT"
+        )
     path = Path(text).expanduser()
     if not create and not path.exists():
         raise NotFoundError(f"no store at {path}: nothing has been ingested there yet")

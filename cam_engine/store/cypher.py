@@ -12,16 +12,16 @@ from importlib import resources
 
 from cam_engine.errors import StoreError
 
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
 PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 # Names Neo4j cannot take as parameters everywhere (index names in procedure calls are
 # fine, but we also build them from the embedder's dimension) are checked with this.
-IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,62}")
 
 
 @cache
 def load_query(name: str) -> str:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise StoreError(f"invalid query name {name!r}")
     try:
         return resources.files("cam_engine.cypher").joinpath(f"{name}.cypher").read_text()
@@ -62,6 +62,6 @@ def used_parameters(text: str) -> set[str]:
 
 
 def check_identifier(value: str, what: str) -> str:
-    if not IDENTIFIER.match(value):
+    if not IDENTIFIER.fullmatch(value):
         raise StoreError(f"invalid {what} {value!r}: use letters, digits and '_'")
     return value

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.config import validate_memory_name
-from cam_engine.errors import StoreError, StoreUnavailableError
+from cam_engine.config import has_credentials, redact_credentials, validate_memory_name
+from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.cypher import check_identifier, is_read_only, load_query, statements
@@ -96,8 +96,18 @@ class Neo4jStore:
         password: str | None = None,
         database: str | None = None,
     ) -> Neo4jStore:
-        """Connect and check that the server answers (no password: auth disabled)."""
+        """Connect and check that the server answers (no password: auth disabled).
+
+        A URI holding a user name or password is refused without showing them (the
+        driver refuses it too, printing it whole): they go in ``user`` and ``password``."""
         import neo4j
+
+        if has_credentials(uri):
+            raise ConfigError(
+                f"Neo4j URI {redact_credentials(uri)} holds a user name or password, which "
+                "a URI cannot carry: give them in CAM_NEO4J_USER and CAM_NEO4J_PASSWORD "
+                "and the URI without them (bolt://HOST:PORT)"
+            )
 
         auth = (user, password) if password else None
         try:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -68,13 +69,12 @@ class SqliteStore:
         _make_folder(path)
         conn: sqlite3.Connection | None = None
         try:
+            # Absolute: SQLite takes the name ":memory:" for its in-memory database,
+            # which this store's location would then name as a file that never exists.
             conn = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False, timeout=busy_timeout
+                path.absolute(), isolation_level=None, check_same_thread=False, timeout=busy_timeout
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            migrate(conn)
+            _set_up(conn, path, busy_timeout)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -965,10 +965,42 @@ def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
+PRIVATE_FOLDER = 0o700
+# The first wait between two tries to set up a store another connection is setting up,
+# and the longest: doubled from the first to the last, until the busy timeout is spent.
+SET_UP_WAIT_S = (0.005, 0.25)
+
+
+def _set_up(conn: sqlite3.Connection, path: Path, busy_timeout: float) -> None:
+    """WAL mode, the connection's pragmas and the pending migrations, tried again while
+    another connection holds the file, until ``busy_timeout`` is spent. SQLite's busy
+    timeout does not cover all of it: switching a new file to WAL while another
+    connection is writing it in the rollback journal (two processes creating one store
+    at the same moment) fails at once with "database is locked", as waiting could
+    deadlock. Each step can run again: the pragmas set what is already set, and each
+    migration is checked again under the write lock."""
+    deadline = time.monotonic() + busy_timeout
+    wait, longest = SET_UP_WAIT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            migrate(conn)
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() + wait > deadline:
+                raise
+            logger.debug("SQLite store %s is busy being set up (%s): trying again", path, exc)
+        time.sleep(wait)
+        wait = min(wait * 2, longest)
+
+
 def _make_folder(path: Path) -> None:
-    """The folder of a store file, created when missing; one line naming the path and
-    what is wrong when it cannot be: the path is a folder, a part of it is a file, or
-    the folder cannot be made."""
+    """The folder of a store file, created when missing, readable by its owner only
+    (0700, as the XDG base directory spec asks of data folders: a memory holds the
+    texts of its documents); one line naming the path and what is wrong when it cannot
+    be: the path is a folder, a part of it is a file, or the folder cannot be made."""
     if path.is_dir():
         raise StoreError(
             f"cannot open SQLite store {path}: it is a folder; give a file path such as "
@@ -982,7 +1014,10 @@ def _make_folder(path: Path) -> None:
                 )
             break
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # mkdir(parents=True) makes the parents with the default mode: each in turn.
+        for folder in reversed([path.parent, *path.parent.parents]):
+            if not folder.is_dir():
+                folder.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise StoreError(

@@ -3,7 +3,10 @@ the disk refuses."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,43 @@ def test_a_busy_store_is_one_clear_error_and_the_writer_keeps_going(tmp_path: Pa
     finally:
         writer.close()
         waiting.close()
+
+
+def test_a_new_store_another_connection_is_writing_is_waited_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two processes creating one store at the same moment: one writes the new file
+    while the other switches it to WAL, which SQLite refuses at once ("database is
+    locked") rather than waiting the busy timeout. Opening tries again until then."""
+    path = tmp_path / "new.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE first_writer (x)")  # the new file, in the rollback journal
+    caplog.set_level(logging.DEBUG, logger="cam_engine.store.sqlite")
+    opened: list[SqliteStore | Exception] = []
+
+    def open_store() -> None:
+        try:
+            opened.append(SqliteStore(path, "m"))
+        except Exception as exc:
+            opened.append(exc)
+
+    opener = threading.Thread(target=open_store)
+    opener.start()
+    # The write lock is held until the store found the file busy and waits to try
+    # again, or gave up.
+    while opener.is_alive() and not any("busy" in r.getMessage() for r in caplog.records):
+        time.sleep(0.01)
+    other.execute("COMMIT")
+    other.close()
+    opener.join(60)
+    (store,) = opened
+    assert isinstance(store, SqliteStore), store
+    try:
+        assert store.memories() == []
+        assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    finally:
+        store.close()
 
 
 def _full(path: Path) -> sqlite3.OperationalError:
