@@ -209,3 +209,37 @@ def bench_ask(
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     print_figures(figures, out)
+
+
+@bench.command("hostile")
+@click.option(
+    "--case",
+    "cases",
+    multiple=True,
+    metavar="NAME",
+    help="Run only this case (repeatable; default: all). Names: python -m "
+    "cam_engine.bench.hostile --help.",
+)
+@click.option(
+    "--timeout",
+    default=180.0,
+    show_default=True,
+    help="Seconds after which a case's process is killed (and the case missed).",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write here.")
+def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> None:
+    """Adversarial input and clients: seconds, peak RSS and outcome of each case, one
+    line each, then a JSON line. Exit status 1 if a case missed its targets (60 s,
+    1 GiB, nothing read outside --allow)."""
+    from cam_engine.bench import hostile
+
+    unknown = sorted(set(cases) - set(hostile.CASES))
+    if unknown:
+        raise click.BadParameter(
+            f"unknown case {', '.join(unknown)}; known: {', '.join(hostile.CASES)}",
+            param_hint="--case",
+        )
+    args = [arg for name in cases for arg in ("--case", name)] + ["--timeout", str(timeout)]
+    if out is not None:
+        args += ["--out", str(out)]
+    raise SystemExit(hostile.main(args))

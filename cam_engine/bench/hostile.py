@@ -651,7 +651,8 @@ def symlink_swap(folder: Path, timeout: float) -> Outcome:
         _, peak = server.stop()
     outcome.seconds = round(time.perf_counter() - started, 2)
     outcome.peak_mib = round(peak, 1)
-    leaked = SECRET in json.dumps(found.data or {})
+    nodes = (found.data or {}).get("nodes", [])  # the reply echoes the query: nodes only
+    leaked = any(SECRET in node["text"] for node in nodes)
     (swapped,) = results.get("second", [None])
     swap_said = swapped.text[:100] if swapped is not None and swapped.is_error else "read"
     outcome.figures = {"read_outside_allow": leaked}
