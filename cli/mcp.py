@@ -107,8 +107,10 @@ def _is_loopback(host: str) -> bool:
     default=MAX_CONNECTIONS,
     show_default=True,
     type=click.IntRange(min=1),
-    help="With --http: connections open at once; one more is answered 503 and closed. "
-    "Keep it well under the file descriptor limit (ulimit -n).",
+    help="With --http: connections open at once. One more takes the place of the "
+    "connection that has waited longest for its request (408); when every one has a "
+    "request under way, it is answered 503 and closed. Keep it well under the file "
+    "descriptor limit (ulimit -n).",
 )
 @click.option(
     "--summarizer",
@@ -166,6 +168,8 @@ def mcp(
     memories; resource cam://memory/NAME/top (the top level's summaries). The memory and
     its embedding model are loaded once and kept warm; a memory that does not exist yet
     is created by the first ingest. stdout carries the protocol; logs go to stderr (-v for more).
+    SIGTERM or Ctrl-C stops the server within seconds, whatever it is doing: an ingest in
+    flight keeps its committed batches and loses only the one being written.
     Client configuration: README.md, "Serving a memory to agents".
     """
     settings = None
@@ -229,19 +233,26 @@ def mcp(
                 )
             server.run("stdio")
         else:
-            click.echo(f"cam mcp: {_protection(settings)}", err=True)
+            click.echo(_protection(settings), err=True)
             serve_http(server, settings)
     finally:
         tools.close()
 
 
 def _protection(settings: HttpSettings) -> str:
-    """What guards the HTTP server, in one line (never the token itself)."""
+    """What guards the HTTP server, in one line (never the token itself); a warning when
+    it is reachable from other machines."""
     where = f"http://{url_host(settings.host)}:{settings.port}/mcp"
     token = "a bearer token" if settings.token else "no token (loopback only)"
-    return (
+    line = (
         f"serving {where}; protected by {token}, Host checked against "
         f"{', '.join(settings.hosts)}, Origin against {len(settings.origins)} allowed "
         f"origins; requests time out after {settings.request_timeout:g} s, "
         f"{settings.max_connections} connections at most"
+    )
+    if _is_loopback(settings.host):
+        return f"cam mcp: {line}"
+    return (
+        f"warning: {line}. Plain HTTP: the token and the memory cross the network "
+        "unencrypted; serve only a network you trust, or put TLS in front"
     )

@@ -16,8 +16,9 @@ app on uvicorn with:
   nothing, or dribbles its headers, is closed with 408), and a connection past
   ``max_connections`` is answered 503 and closed at once, so that the open sockets stay
   well under the file descriptor limit;
-- the event loop's errors (an exhausted resource on accept, repeated every retry) logged
-  once per ``LOG_INTERVAL_SECONDS`` with a count, not once per event.
+- what hostile clients make the SDK, uvicorn, the event loop and this module log (an
+  exhausted resource on accept, a client gone mid-request, a refused Host) kept to one
+  line per statement and ``LOG_INTERVAL_SECONDS``, with a count, and no tracebacks.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self._authorized(scope):
@@ -104,44 +105,26 @@ class BearerToken:
 
     def _authorized(self, scope: Scope) -> bool:
         given = [v for k, v in scope["headers"] if k == b"authorization"]
-        # compare_digest on every header present, so the time taken says nothing of the token
-        return len(given) == 1 and hmac.compare_digest(given[0], self._expected)
+        if len(given) != 1:
+            return False
+        scheme, _, credentials = given[0].strip().partition(b" ")
+        # The scheme is case-insensitive (RFC 7235); the token is compared in constant
+        # time, so how long a wrong one takes says nothing of the right one.
+        matches = hmac.compare_digest(credentials.strip(), self._token)
+        return scheme.lower() == b"bearer" and matches
 
 
-class Throttled:
-    """One log line per ``interval`` for each kind of event, with how many there were."""
-
-    def __init__(self, interval: float = LOG_INTERVAL_SECONDS) -> None:
-        self.interval = interval
-        self._last: dict[str, float] = {}
-        self._counts: dict[str, int] = {}
-
-    def log(self, level: int, key: str, message: str, *args: Any) -> None:
-        self._counts[key] = self._counts.get(key, 0) + 1
-        now = time.monotonic()
-        if now - self._last.get(key, -self.interval) < self.interval:
-            return
-        count, self._counts[key] = self._counts[key], 0
-        self._last[key] = now
-        times = f" ({count} times in {self.interval:.0f} s)" if count > 1 else ""
-        logger.log(level, message + times, *args)
-
-
-def loop_errors(throttle: Throttled) -> Any:
-    """An event loop exception handler that logs each kind of error once per interval,
-    in one line: asyncio reports an exhausted resource on accept (EMFILE) at every retry."""
-
-    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        exc = context.get("exception")
-        message = str(context.get("message", "event loop error"))
-        detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
-        throttle.log(logging.ERROR, message + type(exc).__name__, "cam mcp: %s%s", message, detail)
-
-    return handle
+def log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's errors in one line each (``QuietRepeats`` keeps one per
+    interval): asyncio reports an exhausted resource on accept (EMFILE) at every retry,
+    with a traceback."""
+    exc = context.get("exception")
+    detail = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+    logger.error("cam mcp: %s%s", context.get("message", "event loop error"), detail)
 
 
 class QuietRepeats(logging.Filter):
-    """Each kind of record (logger and message) once per interval, with how many were
+    """Each kind of record (the statement logging it) once per interval, with how many were
     dropped; a client that went away mid-request (``ClientDisconnect``, a reset) in one
     line, without the traceback the SDK logs for it. A hostile client can make the SDK
     and uvicorn log at every request; the log stays small whatever it sends."""
@@ -149,11 +132,12 @@ class QuietRepeats(logging.Filter):
     def __init__(self, interval: float = LOG_INTERVAL_SECONDS) -> None:
         super().__init__()
         self.interval = interval
-        self._last: dict[tuple[str, str], float] = {}
-        self._dropped: dict[tuple[str, str], int] = {}
+        self._last: dict[tuple[str, int], float] = {}
+        self._dropped: dict[tuple[str, int], int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, str(record.msg))
+        # Keyed by the statement that logs: its message may quote each request's headers.
+        key = (record.pathname, record.lineno)
         now = time.monotonic()
         if now - self._last.get(key, -self.interval) < self.interval:
             self._dropped[key] = self._dropped.get(key, 0) + 1
@@ -174,6 +158,7 @@ class QuietRepeats(logging.Filter):
 
 
 NOISY_LOGGERS = (  # what a client's requests make log, one record per request
+    __name__,
     "mcp.server.streamable_http",
     "mcp.server.streamable_http_manager",
     "mcp.server.transport_security",
@@ -198,7 +183,6 @@ class GuardedH11Protocol(H11Protocol):
 
     request_timeout: float = REQUEST_TIMEOUT_SECONDS
     max_connections: int = MAX_CONNECTIONS
-    throttle: Throttled = Throttled()
     _deadline: asyncio.TimerHandle | None = None
     _waiting_since: float | None = None  # when the request now awaited began to be
     _refused = False
@@ -207,9 +191,7 @@ class GuardedH11Protocol(H11Protocol):
         if len(self.connections) >= self.max_connections and not self._evict_one():
             self._refused = True
             self.transport = transport
-            self.throttle.log(
-                logging.WARNING,
-                "busy",
+            logger.warning(
                 "cam mcp: refused a connection: %d open, each with a request under way, "
                 "the most allowed (--max-connections)",
                 len(self.connections),
@@ -264,26 +246,27 @@ class GuardedH11Protocol(H11Protocol):
         if not waiting:
             return False
         oldest = min(waiting, key=lambda c: c._waiting_since or 0.0)
-        oldest._close_unanswered("evicted")
+        logger.warning(
+            "cam mcp: %d connections open, the most allowed (--max-connections): closed "
+            "the one that had waited longest for its request",
+            len(self.connections),
+        )
+        oldest._close_unanswered()
         self.connections.discard(oldest)
         return True
 
     def _expire(self) -> None:
         self._deadline = None
         if self._waiting():
-            self._close_unanswered("timeout")
+            logger.info(
+                "cam mcp: closed a connection whose request did not arrive within %g s "
+                "(--request-timeout)",
+                self.request_timeout,
+            )
+            self._close_unanswered()
 
-    def _close_unanswered(self, why: str) -> None:
+    def _close_unanswered(self) -> None:
         self._cancel_deadline()
-        self.throttle.log(
-            logging.INFO,
-            why,
-            "cam mcp: closed a connection whose request had not arrived (%s; "
-            "--request-timeout %g s, --max-connections %d)",
-            why,
-            self.request_timeout,
-            self.max_connections,
-        )
         if self.conn.their_state is h11.IDLE:  # no request under way: say why it ends
             self.transport.write(_TIMED_OUT)
         self.transport.close()
@@ -297,7 +280,6 @@ def guarded_protocol(settings: HttpSettings) -> type[GuardedH11Protocol]:
         {
             "request_timeout": settings.request_timeout,
             "max_connections": settings.max_connections,
-            "throttle": Throttled(),
         },
     )
 
@@ -345,7 +327,7 @@ def serve_http(server: MCPServer[Any], settings: HttpSettings) -> None:
     quiet_repeats()
 
     async def run() -> None:
-        asyncio.get_running_loop().set_exception_handler(loop_errors(Throttled()))
+        asyncio.get_running_loop().set_exception_handler(log_loop_error)
         await web.serve()
 
     asyncio.run(run())
