@@ -53,8 +53,8 @@ def _stop(tools: Closable, signum: int, grace: float) -> None:
     line = "interrupted" if signum == signal.SIGINT else f"stopped by {name}"
     if not closed:
         line += (
-            ": an ingest in flight was stopped; its batch in flight was not committed "
-            "(the batches committed before it are kept; the same ingest again completes it)"
+            ": a call in flight was stopped; an ingest keeps the batches it committed and "
+            "loses the one being written (the same ingest again completes it)"
         )
     # stdout may carry the protocol (stdio): the line goes to stderr only.
     with contextlib.suppress(OSError, ValueError):

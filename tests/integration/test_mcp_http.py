@@ -371,7 +371,7 @@ def test_a_signal_mid_ingest_stops_the_server_and_keeps_whole_batches(
         server.stop()
     said = server.stderr()
     assert status == 128 + signum, said
-    assert "an ingest in flight was stopped" in said and "Traceback" not in said
+    assert "a call in flight was stopped" in said and "Traceback" not in said
 
     with Memory.open(store, "m", embedder=HashingEmbedder(64)) as memory:
         stats = memory.stats()
