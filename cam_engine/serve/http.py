@@ -13,9 +13,10 @@ app on uvicorn with:
   time: 401 without it;
 - ``GuardedH11Protocol``: a request's headers and body must arrive within
   ``request_timeout`` seconds of its first byte being awaited (a connection that sends
-  nothing, or dribbles its headers, is closed with 408), and a connection past
-  ``max_connections`` is answered 503 and closed at once, so that the open sockets stay
-  well under the file descriptor limit;
+  nothing, or dribbles its headers, is closed with 408), and at most ``max_connections``
+  are open: one more evicts the one that has waited longest for its request, or is
+  answered 503 and closed at once, so that the open sockets stay well under the file
+  descriptor limit and slow clients cannot keep a normal one out;
 - what hostile clients make the SDK, uvicorn, the event loop and this module log (an
   exhausted resource on accept, a client gone mid-request, a refused Host) kept to one
   line per statement and ``LOG_INTERVAL_SECONDS``, with a count, and no tracebacks.
@@ -285,9 +286,9 @@ def guarded_protocol(settings: HttpSettings) -> type[GuardedH11Protocol]:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn leaves SIGINT and SIGTERM to the handlers installed before it
-    (``serve.stopping``), which end the process within seconds; its own wait for every
-    call in flight to finish."""
+    """uvicorn that leaves SIGINT and SIGTERM to the handlers installed before it
+    (serve/stopping.py), which end the process within seconds: its own handlers wait
+    for every call in flight to finish."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -303,6 +304,7 @@ def http_app(server: MCPServer[Any], settings: HttpSettings) -> ASGIApp:
 
 
 def uvicorn_server(app: ASGIApp, settings: HttpSettings) -> uvicorn.Server:
+    verbose = logging.getLogger().isEnabledFor(logging.INFO)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -314,8 +316,9 @@ def uvicorn_server(app: ASGIApp, settings: HttpSettings) -> uvicorn.Server:
         # asyncio accepts up to `backlog` connections at once, before those evicted
         # for them have closed: a small burst keeps the sockets under the fd limit.
         backlog=ACCEPT_BACKLOG,
-        log_level="warning",
-        access_log=False,
+        # uvicorn's own lines, and a line per request, with `cam -v` only.
+        log_level="info" if verbose else "warning",
+        access_log=verbose,
     )
     return _Uvicorn(config)
 
