@@ -12,6 +12,14 @@ from cam_engine import Environment
 from cam_engine.cli.options import chat_for, device_option, memory_options, summarizer_for
 from cam_engine.errors import CamError
 from cam_engine.llm.base import Answerer, ChatModel, Selector
+from cam_engine.serve.http_settings import (
+    KEEP_ALIVE_SECONDS,
+    MAX_CONNECTIONS,
+    REQUEST_TIMEOUT_SECONDS,
+    HttpSettings,
+    url_host,
+)
+from cam_engine.serve.stopping import stop_on_signals
 from cam_engine.serve.tools import READERS, MemoryTools
 
 LOOPBACK = "127.0.0.1"
@@ -55,8 +63,54 @@ def _is_loopback(host: str) -> bool:
     "http",
     metavar="[HOST:]PORT",
     help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio. HOST defaults to "
-    "127.0.0.1 (loopback only); there is no authentication, so bind another address only "
-    "on a network you trust.",
+    "127.0.0.1 (loopback only); any other address than a loopback one needs --token.",
+)
+@click.option(
+    "--token",
+    envvar="CAM_MCP_TOKEN",
+    metavar="TOKEN",
+    help="With --http: every request must carry 'Authorization: Bearer TOKEN' (401 "
+    "otherwise). Required when HOST is not a loopback address; optional on loopback. "
+    "Prefer the CAM_MCP_TOKEN variable: a command line is visible to other users.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="With --http: also accept requests whose Host header is NAME (at any port unless "
+    "one is given; repeatable). Accepted by default: 127.0.0.1, localhost, [::1] and HOST, "
+    "at the server's port; any other Host is refused (421), against DNS rebinding.",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="URL",
+    help="With --http: also accept browser requests whose Origin header is URL, e.g. "
+    "https://app.example (repeatable; 'http://name:*' for any port). Accepted by default: "
+    "http(s):// of the default hosts; any other Origin is refused (403). Requests "
+    "without Origin (clients that are not browsers) are accepted.",
+)
+@click.option(
+    "--request-timeout",
+    default=REQUEST_TIMEOUT_SECONDS,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="With --http: a request's headers and body must arrive within SECONDS, or its "
+    "connection is closed (408); an idle connection between requests is closed after "
+    f"{KEEP_ALIVE_SECONDS:.0f} s. A call's answer may take as long as it needs.",
+)
+@click.option(
+    "--max-connections",
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="With --http: connections open at once. One more takes the place of the "
+    "connection that has waited longest for its request (408); when every one has a "
+    "request under way, it is answered 503 and closed. Keep it well under the file "
+    "descriptor limit (ulimit -n).",
 )
 @click.option(
     "--summarizer",
@@ -96,6 +150,11 @@ def mcp(
     memory_name: str | None,
     allow: tuple[str, ...],
     http: str | None,
+    token: str | None,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    request_timeout: float,
+    max_connections: int,
     summarizer: str,
     llm: str,
     model_dir: str | None,
@@ -109,9 +168,27 @@ def mcp(
     memories; resource cam://memory/NAME/top (the top level's summaries). The memory and
     its embedding model are loaded once and kept warm; a memory that does not exist yet
     is created by the first ingest. stdout carries the protocol; logs go to stderr (-v for more).
+    SIGTERM or Ctrl-C stops the server within seconds, whatever it is doing: an ingest in
+    flight keeps its committed batches and loses only the one being written.
     Client configuration: README.md, "Serving a memory to agents".
     """
-    address = parse_http(http) if http is not None else None
+    settings = None
+    if http is not None:
+        host, port = parse_http(http)
+        settings = HttpSettings(
+            host,
+            port,
+            token=token or None,
+            allowed_hosts=allow_hosts,
+            allowed_origins=allow_origins,
+            request_timeout=request_timeout,
+            max_connections=max_connections,
+        )
+        if settings.token is None and not _is_loopback(host):
+            raise click.UsageError(
+                f"--http {http}: serving a non-loopback address needs a token: set "
+                "CAM_MCP_TOKEN (or --token) and send 'Authorization: Bearer TOKEN'"
+            )
     env = Environment.from_env()
     if device is not None:  # --device beats CAM_EMBED_DEVICE
         env = replace(env, embed_device=device)
@@ -125,6 +202,7 @@ def mcp(
         selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
 
     # Imported here: the SDK takes about a second to load, which other commands need not wait.
+    from cam_engine.serve.http import serve_http
     from cam_engine.serve.mcp import create_server
 
     try:
@@ -144,8 +222,9 @@ def mcp(
         raise click.ClickException(str(exc)) from exc
     server = create_server(tools)
     tools.start()
+    stop_on_signals(tools)
     try:
-        if address is None:
+        if settings is None:
             if sys.stdin.isatty():
                 click.echo(
                     f"cam mcp: serving memory {tools.name!r} over stdio, for an MCP client "
@@ -154,9 +233,26 @@ def mcp(
                 )
             server.run("stdio")
         else:
-            host, port = address
-            if not _is_loopback(host):
-                click.echo(f"warning: serving {host}:{port} without authentication", err=True)
-            server.run("streamable-http", host=host, port=port)
+            click.echo(_protection(settings), err=True)
+            serve_http(server, settings)
     finally:
         tools.close()
+
+
+def _protection(settings: HttpSettings) -> str:
+    """What guards the HTTP server, in one line (never the token itself); a warning when
+    it is reachable from other machines."""
+    where = f"http://{url_host(settings.host)}:{settings.port}/mcp"
+    token = "a bearer token" if settings.token else "no token (loopback only)"
+    line = (
+        f"serving {where}; protected by {token}, Host checked against "
+        f"{', '.join(settings.hosts)}, Origin against {len(settings.origins)} allowed "
+        f"origins; requests time out after {settings.request_timeout:g} s, "
+        f"{settings.max_connections} connections at most"
+    )
+    if _is_loopback(settings.host):
+        return f"cam mcp: {line}"
+    return (
+        f"warning: {line}. Plain HTTP: the token and the memory cross the network "
+        "unencrypted; serve only a network you trust, or put TLS in front"
+    )

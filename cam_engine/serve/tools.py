@@ -129,12 +129,19 @@ class MemoryTools:
         except Exception:  # a failed warm-up costs the first ask its speed, nothing else
             logger.warning("cam mcp: the warm-up question failed", exc_info=True)
 
-    def close(self) -> None:
+    def close(self, *, timeout: float | None = None) -> bool:
+        """Close the memory; False, leaving it open, if an ingest still holds it after
+        ``timeout`` seconds (the process is ending: serve/stopping.py)."""
         self._readers.close()
-        with self._lock:
+        if not self._lock.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        try:
             if self._memory is not None:
                 self._memory.close()
                 self._memory = None
+        finally:
+            self._lock.release()
+        return True
 
     def _load_embedder(self, model: str) -> Embedder:
         dim = self._memory.settings.embed_dim if self._memory is not None else None
