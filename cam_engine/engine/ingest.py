@@ -189,9 +189,7 @@ class IngestPipeline:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            hashed = _HashedLines(
-                _non_empty_stream(stdin or _stdin(encoding), encoding, self.options)
-            )
+            hashed = _HashedText(_stdin_blocks(stdin or _stdin(encoding), encoding, self.options))
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, hashed, budget)
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
@@ -311,7 +309,7 @@ class IngestPipeline:
         self,
         record: DocumentRecord,
         chunks: Iterator[Chunk],
-        hashed: _HashedLines,
+        hashed: _HashedText,
         batch_size: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
@@ -641,18 +639,18 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class _HashedLines:
-    """The lines of a stream, hashed as they pass (the record of a stream gets the
+class _HashedText:
+    """The pieces of a stream, hashed as they pass (the record of a stream gets the
     hash of its whole text, known only at its end)."""
 
-    def __init__(self, lines: Iterable[str]) -> None:
-        self._lines = lines
+    def __init__(self, pieces: Iterable[str]) -> None:
+        self._pieces = pieces
         self._hash = hashlib.sha256()
 
     def __iter__(self) -> Iterator[str]:
-        for line in self._lines:
-            self._hash.update(line.encode("utf-8", "surrogatepass"))
-            yield line
+        for piece in self._pieces:
+            self._hash.update(piece.encode("utf-8", "surrogatepass"))
+            yield piece
 
     def sha256(self) -> str:
         return self._hash.hexdigest()
@@ -664,20 +662,26 @@ def _stdin(encoding: str) -> IO[str]:
     return io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, errors="strict")
 
 
-def _non_empty_stream(
+# Characters read from stdin at a time: stdin is read in blocks, not lines, so one
+# endless line is never held whole, and the chunker sees each block once.
+STDIN_BLOCK = 1 << 16
+
+
+def _stdin_blocks(
     stream: IO[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
-) -> Iterable[str]:
-    """stdin's lines, checked as they stream; a byte order mark is dropped (the
-    Gutenberg cut needs the whole text, and stdin is chunked as it arrives)."""
+) -> Iterator[str]:
+    """stdin's text in blocks of at most ``STDIN_BLOCK`` characters, checked as they
+    stream; a byte order mark is dropped (the Gutenberg cut needs the whole text, and
+    stdin is chunked as it arrives)."""
     first = True
     try:
-        for line in stream:
+        while block := stream.read(STDIN_BLOCK):
             if first:
-                line, first = line.removeprefix("\ufeff"), False
-            if "\x00" in line:
+                block, first = block.removeprefix("\ufeff"), False
+            if "\x00" in block:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
-            line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
-            yield line
+            block.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
+            yield block
     except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         utf8 = encoding == UTF8
         hint = encoding_hint(options) if utf8 else "check its encoding"
