@@ -1,12 +1,14 @@
 """Split a document into chunks: paragraphs packed greedily up to ``chunk_tokens``.
 
-A paragraph over the budget is split at sentence boundaries, a sentence over it at
-word boundaries, and a "word" over it (a run with no white space: 20 MB of punctuation,
-a base64 blob) at token boundaries, a word-character token longer than the character
-cap in pieces of the cap. The budget is ``chunk_tokens`` tokens and ``char_cap`` (16
-characters per token) characters: no chunk is longer, whatever the text. Chunks are
-exact slices of the text, so joining them with the separators between them gives the
-document back; a stream (``chunk_stream``) gives the same chunks as the whole text.
+Paragraphs end at a blank line or at a run of white space longer than the character
+cap (which no chunk could hold). A paragraph over the budget is split at sentence
+boundaries, a sentence over it at word boundaries, and a "word" over it (a run with no
+white space: 20 MB of punctuation, a base64 blob) at token boundaries, a word-character
+token longer than the character cap in pieces of the cap. The budget is
+``chunk_tokens`` tokens and ``char_cap`` (16 characters per token) characters: no
+chunk is longer, whatever the text. Chunks are exact slices of the text, so joining
+them with the separators between them gives the document back; a stream
+(``chunk_stream``) gives the same chunks as the whole text.
 
 Tokens here are words and punctuation marks (``\\w+|[^\\w\\s]``). For English prose
 that count runs a little under a BERT word-piece count, which is why the default
@@ -15,6 +17,7 @@ budget (200) sits below MiniLM's 256-piece window: docs/defaults.md has the figu
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import re
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from cam_engine.types import Chunk
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t\r]*\n\s*")  # blank line, Unix or Windows endings
+_BLANK_LINE = r"\r?\n[ \t\r]*\n\s*"  # Unix or Windows endings
 # whitespace after a sentence end, possibly behind a closing quote or bracket
 _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+")
 _WHITESPACE = re.compile(r"\s+")
@@ -54,6 +57,13 @@ def char_cap(budget: int) -> int:
     return CHARS_PER_TOKEN * budget
 
 
+@functools.lru_cache(maxsize=8)
+def paragraph_break(chars: int) -> re.Pattern[str]:
+    """A blank line, or a run of white space longer than ``chars`` (the character cap):
+    no chunk can hold such a run, and a stream need not hold it to learn what it is."""
+    return re.compile(rf"{_BLANK_LINE}|\s{{{chars + 1},}}")
+
+
 _NON_SPACE = re.compile(r"\S")
 
 # Where the splitter stopped for more text, as (level, position): at a paragraph's
@@ -78,11 +88,12 @@ class _Splitter:
     def __init__(self, text: str, tokens: int, chars: int, *, final: bool) -> None:
         self.text, self.tokens, self.chars, self.final = text, tokens, chars, final
         self.units: list[Span] = []
+        self.breaks = paragraph_break(chars)
 
     def run(self, level: int, pos: int) -> Resume:
         """Split from ``pos`` at ``level``; where to resume when more text comes."""
         if level != PARAGRAPH:  # inside an over-long paragraph: find its end first
-            found = _PARAGRAPH_BREAK.search(self.text, pos)
+            found = self.breaks.search(self.text, pos)
             stop = found.start() if found else len(self.text)
             left = self._inside(level, pos, stop, found is not None or self.final)
             if left is not None:
@@ -105,7 +116,7 @@ class _Splitter:
             start = _skip_space(text, pos, end)
             if start == end:
                 return PARAGRAPH, end
-            found = _PARAGRAPH_BREAK.search(text, start)
+            found = self.breaks.search(text, start)
             stop = found.start() if found else end
             closed = found is not None or self.final
             tokens = self._fit(start, _content_end(text, start, stop))
@@ -137,7 +148,7 @@ class _Splitter:
         while True:
             start = _skip_space(text, pos, stop)
             if start == stop:
-                return None if closed else (SENTENCE, _space_resume(text, pos, stop))
+                return None if closed else (SENTENCE, pos)
             found = _SENTENCE_BREAK.search(text, start, stop)
             end = found.start() if found else stop
             done = found is not None or closed
@@ -173,7 +184,7 @@ class _Splitter:
                 if closed:
                     self._add(run)
                     return None
-                return (WORD, run.start) if run else (WORD, _space_resume(text, pos, stop))
+                return (WORD, run.start) if run else (WORD, pos)
             end = _word_end(text, start, stop)
             whole = end < stop or closed
             tokens = self._fit(start, end)
@@ -260,16 +271,6 @@ def _content_end(text: str, start: int, stop: int) -> int:
     return stop
 
 
-def _space_resume(text: str, pos: int, stop: int) -> int:
-    """Where to resume in the white space text[pos:stop] that ends what has arrived:
-    at its last line break, which a blank line arriving next would make a paragraph
-    break (the rest of it only separates, and a long run of it is not held)."""
-    newline = text.rfind("\n", pos, stop)
-    if newline < 0:
-        return stop
-    return newline - 1 if newline > pos and text[newline - 1] == "\r" else newline
-
-
 class _Packer:
     """Greedy packing of units into spans of at most ``tokens`` tokens and ``chars``
     characters: a span is final when the next unit does not fit in it."""
@@ -330,9 +331,10 @@ def chunk_stream(doc_id: str, pieces: Iterable[str], budget: int) -> Iterator[Ch
     as soon as it is final, without holding the text: the same chunks as
     ``chunk_document`` of the whole text, however it is cut into pieces.
 
-    What is held between pieces is the unit being read (at most the budget, or the
-    white space after it) and the chunk being packed; each piece is scanned with it
-    once, so the work is linear in the text.
+    What is held between pieces is the unit being read and the white space after it
+    (each within the character cap: a longer run of white space is a paragraph break)
+    and the chunk being packed; each piece is scanned with them once, so the work is
+    linear in the text.
     """
     chars = char_cap(budget)
     packer = _Packer(budget, chars)

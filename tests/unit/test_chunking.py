@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -39,7 +40,12 @@ _endless_word = st.one_of(
     st.integers(min_value=50, max_value=1500).map(lambda n: "q" * n),
     st.integers(min_value=5, max_value=40).map(lambda n: ("x" * 97 + "/") * n),
 )
-_inner_space = st.sampled_from([" ", " ", " ", "  ", "\n", " \n", "\t"])
+_inner_space = st.one_of(
+    st.sampled_from([" ", " ", " ", "  ", "\n", " \n", "\t"]),
+    # runs of white space around the character caps of the budgets used here (48 to 640)
+    st.integers(min_value=40, max_value=700).map(lambda n: " " * n),
+    st.integers(min_value=40, max_value=700).map(lambda n: "\n" + " " * n),
+)
 _sentence_end = st.sampled_from([".", "!", "?", '."', "?)", ".’"])
 
 
@@ -264,6 +270,22 @@ def test_the_character_cap_is_far_from_real_text() -> None:
         text = (BOOK.parent / f"{book}.txt").read_text(encoding="utf-8-sig")
         longest = max(len(c.text) for c in chunk_document(book, text, 200))
         assert longest < 0.7 * char_cap(200), (book, longest)
+
+
+def test_white_space_longer_than_the_cap_is_a_paragraph_break() -> None:
+    cap = char_cap(16)
+    within = "a b" + " " * (cap - 6) + "c d"  # exactly the cap
+    assert [c.text for c in chunk_document("d", within, 16)] == [within]
+    assert [c.text for c in chunk_document("d", "a b" + " " * (cap + 1) + "c d", 16)] == [
+        "a b",
+        "c d",
+    ]
+
+
+def test_a_stream_holds_no_long_run_of_white_space() -> None:
+    blocks = itertools.chain(["Call me Ishmael."], itertools.repeat(" " * 65_536, 800), ["Ahab."])
+    # 50 MB of spaces: each block is scanned once, and the run is not kept
+    assert [c.text for c in chunk_stream("d", blocks, 200)] == ["Call me Ishmael.", "Ahab."]
 
 
 def test_blank_text_has_no_chunks() -> None:
