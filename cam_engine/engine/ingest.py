@@ -8,6 +8,7 @@ reading, asking and ingesting stay in modules of a size one can read.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import itertools
@@ -19,7 +20,7 @@ from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings, check_batch_size
@@ -189,7 +190,8 @@ class IngestPipeline:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            hashed = _HashedText(_stdin_blocks(stdin or _stdin(encoding), encoding, self.options))
+            blocks = _stdin(encoding) if stdin is None else _blocks(stdin)
+            hashed = _HashedText(_checked_stdin(blocks, encoding, self.options))
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, hashed, budget)
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
@@ -656,32 +658,48 @@ class _HashedText:
         return self._hash.hexdigest()
 
 
-def _stdin(encoding: str) -> IO[str]:
-    """sys.stdin decoded strictly: under a POSIX locale Python reads it with
-    surrogateescape, which turns bad bytes into text that fails much later."""
-    return io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, errors="strict")
-
-
-# Characters read from stdin at a time: stdin is read in blocks, not lines, so one
-# endless line is never held whole, and the chunker sees each block once.
+# Characters (or bytes) read from stdin at a time: stdin is read in blocks, not lines,
+# so one endless line is never held whole, and the chunker sees each block once.
 STDIN_BLOCK = 1 << 16
 
 
-def _stdin_blocks(
-    stream: IO[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
+def _stdin(encoding: str) -> Iterator[str]:
+    """sys.stdin's text, each piece as soon as it arrives (up to ``STDIN_BLOCK`` bytes:
+    a live log's batch is committed when it fills, not when a block of it has come),
+    decoded strictly (under a POSIX locale Python reads stdin with surrogateescape,
+    which turns bad bytes into text that fails much later), with universal newlines
+    as a text stream has them."""
+    raw = cast(io.BufferedReader, sys.stdin.buffer)  # a BytesIO under CliRunner: read1 too
+    decoder = io.IncrementalNewlineDecoder(
+        codecs.getincrementaldecoder(encoding)(errors="strict"), translate=True
+    )
+    while data := raw.read1(STDIN_BLOCK):
+        if text := decoder.decode(data):
+            yield text
+    if text := decoder.decode(b"", final=True):
+        yield text
+
+
+def _blocks(stream: IO[str]) -> Iterator[str]:
+    """A text stream's text in blocks of at most ``STDIN_BLOCK`` characters."""
+    while block := stream.read(STDIN_BLOCK):
+        yield block
+
+
+def _checked_stdin(
+    pieces: Iterable[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
 ) -> Iterator[str]:
-    """stdin's text in blocks of at most ``STDIN_BLOCK`` characters, checked as they
-    stream; a byte order mark is dropped (the Gutenberg cut needs the whole text, and
-    stdin is chunked as it arrives)."""
+    """stdin's text, checked as it streams; a byte order mark is dropped (the
+    Gutenberg cut needs the whole text, and stdin is chunked as it arrives)."""
     first = True
     try:
-        while block := stream.read(STDIN_BLOCK):
+        for piece in pieces:
             if first:
-                block, first = block.removeprefix("\ufeff"), False
-            if "\x00" in block:
+                piece, first = piece.removeprefix("\ufeff"), False
+            if "\x00" in piece:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
-            block.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
-            yield block
+            piece.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
+            yield piece
     except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         utf8 = encoding == UTF8
         hint = encoding_hint(options) if utf8 else "check its encoding"

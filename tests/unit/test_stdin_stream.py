@@ -4,7 +4,11 @@ input is still being read, whatever its line structure."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +17,7 @@ from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings
 from cam_engine.embed import HashingEmbedder
 from cam_engine.engine.ingest import STDIN_BLOCK
+from cam_engine.errors import NotFoundError
 
 EMBEDDER = HashingEmbedder(32)
 SETTINGS = Settings(embed_model=EMBEDDER.name, chunk_tokens=16)
@@ -104,3 +109,40 @@ def test_each_chunk_of_a_stream_comes_within_a_block_of_its_end() -> None:
     behind = [read - c.end_char for c in chunk_stream("log", blocks(), 200)]
     assert len(behind) > 1000
     assert max(behind) <= 2 * block
+
+
+def _stored_chunks(store: Path) -> int:
+    try:
+        with Memory.open(store, "default", embedder=HashingEmbedder(64), create=False) as memory:
+            return memory.count_chunks()
+    except NotFoundError:  # the first batch has not created it yet
+        return 0
+
+
+def test_cam_ingest_commits_a_live_log_while_its_pipe_is_still_open(tmp_path: Path) -> None:
+    """`tail -f log | cam ingest -`: a real pipe that stays open after 30 KB, less than
+    one block: the batches that filled are in the store while the command still reads."""
+    store = tmp_path / "live.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAM_")}
+    env |= {"CAM_EMBED_MODEL": "hashing:64", "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "cam_engine.cli", "ingest", "-", "--document", "log"]
+    command += ["--store", str(store), "--batch-size", "8"]
+    text = _log(500)  # 30 KB, some 40 chunks of the default 200 tokens
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert process.stdin is not None
+    try:
+        process.stdin.write(text.encode())
+        process.stdin.flush()
+        deadline = time.monotonic() + 60
+        while _stored_chunks(store) < 8 and time.monotonic() < deadline:
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.2)
+        assert _stored_chunks(store) >= 8 and process.poll() is None
+    finally:
+        _, err = process.communicate(timeout=120)  # closes stdin: the end of the log
+    assert process.returncode == 0, err.decode()
+    with Memory.open(store, "default", embedder=HashingEmbedder(64), create=False) as memory:
+        stored = [c.text for c in memory.document_chunks("log")]
+    assert stored == [c.text for c in chunk_document("log", text, 200)]
