@@ -40,6 +40,11 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"limit {name} must be a positive integer, got {value!r}")
 
+    def check_query(self, query: str, what: str = "the question") -> None:
+        """A question or search query within ``query_chars``, else its refusal."""
+        if len(query) > self.query_chars:
+            raise refusal(f"{what}: {len(query):,} characters", "query_chars", self.query_chars)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Limits:
         """The defaults, with each ``CAM_MAX_*`` variable set in ``env`` taking its place."""

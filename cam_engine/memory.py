@@ -28,6 +28,7 @@ from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
+from cam_engine.limits import Limits, refusal
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, QuotedSpan, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
@@ -145,6 +146,7 @@ class Memory:
         embedder: Embedder,
         summarizer: Summarizer,
         llm_concurrency: int = 4,
+        limits: Limits | None = None,
     ) -> None:
         if llm_concurrency < 1:
             raise ConfigError(f"llm_concurrency must be >= 1, got {llm_concurrency}")
@@ -158,6 +160,8 @@ class Memory:
         self.embedder = embedder
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency  # LLM calls in flight at once (summaries)
+        # What one text or question may cost (CAM_MAX_*): longer ones are refused.
+        self.limits = limits or Limits()
         # How ingest errors name an option: `document` (this API, MCP tools) or
         # --document (the CLI sets CLI_OPTIONS).
         self.options: OptionNames = API_OPTIONS
@@ -227,6 +231,7 @@ class Memory:
                 ),
                 summarizer=summarizer or ExtractiveSummarizer(),
                 llm_concurrency=llm_concurrency,
+                limits=env.limits,
             )
         except BaseException:
             if graph is not store:  # opened here: do not leave it open
@@ -352,7 +357,10 @@ class Memory:
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
         """Ingest one document given as text, cleaned as a file's is (no byte order
-        mark, no Project Gutenberg header and licence: ``sources.clean_text``)."""
+        mark, no Project Gutenberg header and licence: ``sources.clean_text``) and
+        refused as a file's is: a NUL makes it binary, and it may hold at most
+        ``limits.text_chars`` characters (``check_text``)."""
+        check_text(text, document, self.limits)
         return self._pipeline().ingest_text(
             text, document, batch_size=batch_size, on_batch=on_batch
         )
@@ -509,6 +517,7 @@ class Memory:
             raise InputError(f"the question must be text, got {type(question).__name__}")
         if not question.strip():
             raise InputError("the question is empty")
+        self.limits.check_query(question)
         if options and spec.family != ADAPTER:
             raise ConfigError(
                 f"options are for the adapter strategies; {strategy!r} takes top_k, "
@@ -609,6 +618,7 @@ class Memory:
     def locate(self, question: str, top_k: int = 10) -> list[tuple[Node, float]]:
         """Fast localization (CAM Section 4.2): the ``top_k`` nodes of all levels closest
         to the question by cosine."""
+        self.limits.check_query(question, "the query")
         vector = self.embedder.embed([question])
         hits = self.store.nearest(None, vector, top_k)[0]
         nodes = self.store.get_nodes(node_id for node_id, _ in hits)
@@ -662,6 +672,17 @@ def memories_in(
         return graph.memories()
     finally:
         graph.close()
+
+
+def check_text(text: str, document: str, limits: Limits) -> None:
+    """Text given directly, refused as a text file would be: past ``limits.text_chars``
+    characters, or with a NUL (binary, not a document)."""
+    if len(text) > limits.text_chars:
+        raise refusal(
+            f"document {document!r}: {len(text):,} characters", "text_chars", limits.text_chars
+        )
+    if "\x00" in text:
+        raise InputError(f"document {document!r}: looks binary (NUL bytes), not a text document")
 
 
 def _documents_like(doc_id: str, known: Sequence[str], limit: int = 10) -> str:

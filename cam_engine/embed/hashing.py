@@ -13,9 +13,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cam_engine.embed.base import normalize_rows
+from cam_engine.embed.base import normalize_rows, within_window
 
 _WORD = re.compile(r"[a-z0-9]+")
+# Word pieces it reads of a text, like a model's window: as many tokens as the largest
+# chunk budget (chunk_tokens <= 4096), so every chunk is read whole.
+WINDOW = 4096
 
 
 class HashingEmbedder:
@@ -32,7 +35,7 @@ class HashingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
-        for row, text in enumerate(texts):
+        for row, text in enumerate(within_window(texts, WINDOW)):
             words = _WORD.findall(text.lower())
             for feature in [*words, *(f"{a} {b}" for a, b in itertools.pairwise(words))]:
                 digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.embed.base import normalize_rows
+from cam_engine.embed.base import normalize_rows, within_window
 from cam_engine.errors import EmbeddingError
 
 logger = logging.getLogger(__name__)
@@ -93,14 +93,17 @@ class MiniLMNumpyEmbedder:
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids as the model reads them: [CLS], word pieces, [SEP],
         cut to ``max_seq_length`` from the right."""
-        return [e.ids for e in self._load()[1].encode_batch(list(texts))]
+        tokenizer = self._load()[1]
+        window = int(tokenizer.truncation["max_length"])
+        return [e.ids for e in tokenizer.encode_batch(within_window(texts, window))]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         encoder, tokenizer = self._load()
         if not texts:
             return np.zeros((0, encoder.dim), dtype=np.float32)
+        window = int(tokenizer.truncation["max_length"])
         try:
-            ids = [e.ids for e in tokenizer.encode_batch(list(texts))]
+            ids = [e.ids for e in tokenizer.encode_batch(within_window(texts, window))]
         except Exception as exc:  # the tokenizer raises TypeError/Exception on bad input
             raise EmbeddingError(f"embedding with {self._name!r} failed: {exc}") from exc
         out = np.empty((len(ids), encoder.dim), dtype=np.float32)

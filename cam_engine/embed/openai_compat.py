@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from cam_engine.config import Environment
-from cam_engine.embed.base import normalize_rows
+from cam_engine.embed.base import normalize_rows, within_window
 from cam_engine.errors import ConfigError, EmbeddingError
 from cam_engine.http_api import JsonEndpoint, Transient, error_detail, json_object
 
@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "openai:"  # model names of this embedder: openai:text-embedding-3-small
 API_BATCH_SIZE = 128  # inputs per request; OpenAI takes up to 2048, local servers fewer
+# Tokens an API model reads of one input (OpenAI's embedding models take 8,191): each
+# input is cut to what that many pieces can span before it is sent.
+API_WINDOW = 8192
 DEVICE = "api"  # what embedding_device() and cam stats show for it
 _PROBE = "dimension probe"  # embedded to learn the dimension when it is asked first
 _HINTS = {
@@ -138,7 +141,7 @@ class OpenAICompatibleEmbedder:
         )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
+        texts = within_window(texts, API_WINDOW)
         sent = [i for i, text in enumerate(texts) if text.strip()]
         parts = [
             self._request([texts[i] for i in sent[start : start + self._batch_size]])

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.embed.base import normalize_rows
+from cam_engine.embed.base import normalize_rows, within_window
 from cam_engine.errors import ConfigError, EmbeddingError
 
 logger = logging.getLogger(__name__)
@@ -143,8 +143,9 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            vectors = self._load().encode(
-                list(texts),
+            model = self._load()
+            vectors = model.encode(
+                within_window(texts, int(model.max_seq_length)),
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,

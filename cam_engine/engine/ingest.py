@@ -8,6 +8,7 @@ reading, asking and ingesting stay in modules of a size one can read.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import itertools
@@ -19,7 +20,7 @@ from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings, check_batch_size
@@ -196,9 +197,8 @@ class IngestPipeline:
     ) -> None:
         budget = self.settings.chunk_tokens
         if source.path is None:
-            hashed = _HashedLines(
-                _non_empty_stream(stdin or _stdin(encoding), encoding, self.options)
-            )
+            blocks = _stdin(encoding) if stdin is None else _blocks(stdin)
+            hashed = _HashedText(_checked_stdin(blocks, encoding, self.options))
             record = DocumentRecord(source.doc_id, "<stdin>", None, 0)
             chunks = chunk_stream(source.doc_id, hashed, budget)
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
@@ -318,7 +318,7 @@ class IngestPipeline:
         self,
         record: DocumentRecord,
         chunks: Iterator[Chunk],
-        hashed: _HashedLines,
+        hashed: _HashedText,
         batch_size: int,
         report: IngestReport,
         on_batch: BatchCallback | None,
@@ -648,43 +648,65 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class _HashedLines:
-    """The lines of a stream, hashed as they pass (the record of a stream gets the
+class _HashedText:
+    """The pieces of a stream, hashed as they pass (the record of a stream gets the
     hash of its whole text, known only at its end)."""
 
-    def __init__(self, lines: Iterable[str]) -> None:
-        self._lines = lines
+    def __init__(self, pieces: Iterable[str]) -> None:
+        self._pieces = pieces
         self._hash = hashlib.sha256()
 
     def __iter__(self) -> Iterator[str]:
-        for line in self._lines:
-            self._hash.update(line.encode("utf-8", "surrogatepass"))
-            yield line
+        for piece in self._pieces:
+            self._hash.update(piece.encode("utf-8", "surrogatepass"))
+            yield piece
 
     def sha256(self) -> str:
         return self._hash.hexdigest()
 
 
-def _stdin(encoding: str) -> IO[str]:
-    """sys.stdin decoded strictly: under a POSIX locale Python reads it with
-    surrogateescape, which turns bad bytes into text that fails much later."""
-    return io.TextIOWrapper(sys.stdin.buffer, encoding=encoding, errors="strict")
+# Characters (or bytes) read from stdin at a time: stdin is read in blocks, not lines,
+# so one endless line is never held whole, and the chunker sees each block once.
+STDIN_BLOCK = 1 << 16
 
 
-def _non_empty_stream(
-    stream: IO[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
-) -> Iterable[str]:
-    """stdin's lines, checked as they stream; a byte order mark is dropped (the
+def _stdin(encoding: str) -> Iterator[str]:
+    """sys.stdin's text, each piece as soon as it arrives (up to ``STDIN_BLOCK`` bytes:
+    a live log's batch is committed when it fills, not when a block of it has come),
+    decoded strictly (under a POSIX locale Python reads stdin with surrogateescape,
+    which turns bad bytes into text that fails much later), with universal newlines
+    as a text stream has them."""
+    raw = cast(io.BufferedReader, sys.stdin.buffer)  # a BytesIO under CliRunner: read1 too
+    decoder = io.IncrementalNewlineDecoder(
+        codecs.getincrementaldecoder(encoding)(errors="strict"), translate=True
+    )
+    while data := raw.read1(STDIN_BLOCK):
+        if text := decoder.decode(data):
+            yield text
+    if text := decoder.decode(b"", final=True):
+        yield text
+
+
+def _blocks(stream: IO[str]) -> Iterator[str]:
+    """A text stream's text in blocks of at most ``STDIN_BLOCK`` characters."""
+    while block := stream.read(STDIN_BLOCK):
+        yield block
+
+
+def _checked_stdin(
+    pieces: Iterable[str], encoding: str = UTF8, options: OptionNames = API_OPTIONS
+) -> Iterator[str]:
+    """stdin's text, checked as it streams; a byte order mark is dropped (the
     Gutenberg cut needs the whole text, and stdin is chunked as it arrives)."""
     first = True
     try:
-        for line in stream:
+        for piece in pieces:
             if first:
-                line, first = line.removeprefix("\ufeff"), False
-            if "\x00" in line:
+                piece, first = piece.removeprefix("\ufeff"), False
+            if "\x00" in piece:
                 raise InputError("<stdin>: looks binary (NUL bytes), not a text document")
-            line.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
-            yield line
+            piece.encode("utf-8")  # a stream opened with surrogateescape hides bad bytes
+            yield piece
     except (UnicodeDecodeError, UnicodeEncodeError) as exc:
         utf8 = encoding == UTF8
         hint = encoding_hint(options) if utf8 else "check its encoding"

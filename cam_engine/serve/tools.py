@@ -35,7 +35,7 @@ from cam_engine.engine.reports import BatchReport, IngestReport
 from cam_engine.errors import CamError, ConfigError, InputError, NotFoundError
 from cam_engine.llm.base import Answerer, ChatModel, Selector, Summarizer
 from cam_engine.llm.extractive import ExtractiveSummarizer
-from cam_engine.memory import Memory, memories_in
+from cam_engine.memory import Memory, check_text, memories_in
 from cam_engine.retrieval.strategies import DEFAULT, strategy_named
 from cam_engine.serve.readers import ReaderPool, SerialEmbedder
 from cam_engine.sources import AllowedRoots
@@ -230,6 +230,7 @@ class MemoryTools:
     def ingest_text(self, text: str, document: str, *, batch_size: int = 64) -> dict[str, Any]:
         if not document.strip():
             raise InputError("the document id is empty: name the document")
+        check_text(text, document, self.env.limits)  # before waiting for the ingest lock
 
         def work() -> dict[str, Any]:
             memory = self._writable()
@@ -331,6 +332,7 @@ class MemoryTools:
         documents: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         spec = strategy_named(strategy)
+        self.env.limits.check_query(question)
 
         def work(memory: Memory) -> dict[str, Any]:
             self._with_chunks(memory)
@@ -358,6 +360,7 @@ class MemoryTools:
     def search(self, query: str, *, top_k: int = 10) -> dict[str, Any]:
         if not query.strip():
             raise InputError("the query is empty")
+        self.env.limits.check_query(query, "the query")
 
         def work(memory: Memory) -> dict[str, Any]:
             hits = self._with_chunks(memory).locate(query, top_k)

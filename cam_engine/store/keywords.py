@@ -10,6 +10,11 @@ from rank_bm25 import BM25Okapi
 from cam_engine.stopwords import STOPWORDS
 
 _WORD = re.compile(r"\w+")
+# Terms one keyword search is given: the first of its query's. Lucene (Neo4j's
+# full-text index) refuses a query of more than 1,024 clauses (TooManyClauses), and
+# both stores take the same terms so that they answer alike; a real question has
+# fewer than 50 words.
+MAX_QUERY_TERMS = 256
 
 
 def tokenize(text: str) -> list[str]:
@@ -34,7 +39,7 @@ class BM25Index:
         three pages Okapi's idf is 0 (or floored) for a word in half of them, and a
         "score > 0" rule would hide the one page that has the word.
         """
-        terms = tokenize(query)
+        terms = keyword_terms(query)
         if self._bm25 is None or not terms or k < 1:
             return []
         wanted = set(terms)
@@ -54,6 +59,17 @@ def query_terms(text: str) -> list[str]:
     """The distinct words of a query worth searching: no stopwords, no single letters.
     Each is plain word characters, so it can be quoted into a full-text query safely."""
     return list(dict.fromkeys(w for w in tokenize(text) if w not in STOPWORDS and len(w) > 1))
+
+
+def search_terms(text: str) -> list[str]:
+    """The terms a node search is given: the first ``MAX_QUERY_TERMS`` of ``query_terms``."""
+    return query_terms(text)[:MAX_QUERY_TERMS]
+
+
+def keyword_terms(text: str) -> list[str]:
+    """The terms a view search is given: the query's words, repeats kept (BM25 weighs
+    them), the first ``MAX_QUERY_TERMS``."""
+    return tokenize(text)[:MAX_QUERY_TERMS]
 
 
 def bm25_top_k(docs: Sequence[tuple[str, str]], query: str, k: int) -> list[tuple[str, float]]:

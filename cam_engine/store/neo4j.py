@@ -26,7 +26,7 @@ from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.cypher import check_identifier, is_read_only, load_query, statements
-from cam_engine.store.keywords import query_terms, tokenize
+from cam_engine.store.keywords import keyword_terms, search_terms
 from cam_engine.store.structure import GENERATION, StructureRows
 from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
 
@@ -684,7 +684,7 @@ class Neo4jStore:
     def search_text(
         self, level: int | None, query: str, k: int, *, documents: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
-        terms = query_terms(query)
+        terms = search_terms(query)
         if not terms or k < 1:
             return []
         if documents is not None:
@@ -710,7 +710,7 @@ class Neo4jStore:
     ) -> list[tuple[str, float]]:
         """Neo4j's full-text (Lucene) index; the query is reduced to its words (joined
         by spaces: Lucene's OR), so no character of it is read as query syntax."""
-        terms = tokenize(query)
+        terms = keyword_terms(query)
         if not terms or k < 1:
             return []
         rows = self._run(

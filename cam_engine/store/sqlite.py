@@ -24,7 +24,7 @@ from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError, StoreWriteError
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
-from cam_engine.store.keywords import bm25_top_k, query_terms
+from cam_engine.store.keywords import bm25_top_k, search_terms
 from cam_engine.store.migrations import migrate
 from cam_engine.store.sqlite_errors import describe, error_name, is_busy, is_write_failure
 from cam_engine.store.structure import GENERATION, StructureRows
@@ -586,7 +586,7 @@ class SqliteStore:
     def search_text(
         self, level: int | None, query: str, k: int, *, documents: Sequence[str] | None = None
     ) -> list[tuple[str, float]]:
-        terms = query_terms(query)
+        terms = search_terms(query)
         if not terms or k < 1:
             return []
         # Each term quoted (they are word characters only) and OR-ed: any word may match.

@@ -348,3 +348,28 @@ def test_search_text_finds_words_follows_updates_and_keeps_to_memory_and_level(
         assert other.search_text(None, "Pequod", 5) == []
     finally:
         other.close()
+
+
+def many_words(count: int) -> str:
+    """``count`` distinct made-up words (none a stopword), then "glacier"."""
+    letters = "bcdfghjklmnpqrstvwxz"
+    words = [
+        letters[i % 20] + letters[i // 20 % 20] + letters[i // 400 % 20] + "o" for i in range(count)
+    ]
+    return " ".join(words)
+
+
+def test_a_question_of_thousands_of_words_is_searched_alike_on_every_store(
+    store: GraphStore,
+) -> None:
+    with store.transaction():
+        store.upsert_nodes(
+            [
+                Node("c0", 0, CHUNK, "Victor met his creature on the glacier.", "d", 0, unit(0)),
+                Node("c1", 0, CHUNK, "The Pequod sailed from Nantucket.", "d", 1, unit(1)),
+            ]
+        )
+    # Lucene refuses more than 1,024 clauses: the search takes the first terms only.
+    assert [i for i, _ in store.search_text(0, f"glacier {many_words(3000)}", 5)] == ["c0"]
+    assert store.search_text(0, f"{many_words(3000)} glacier", 5) == []  # past the first
+    assert [i for i, _ in store.search_text(0, "Pequod " * 3000, 5)] == ["c1"]

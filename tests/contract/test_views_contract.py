@@ -7,7 +7,7 @@ import pytest
 
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import MEMORY_STATE, PAGE, ViewNode
-from tests.contract.test_store_contract import chunk, unit
+from tests.contract.test_store_contract import chunk, many_words, unit
 
 
 @pytest.fixture()
@@ -96,6 +96,20 @@ def test_keyword_search_ranks_pages_with_the_query_words(store: GraphStore) -> N
     )
     assert store.keyword_search("readagent", PAGE, "?!", 3) == []
     assert store.keyword_search("gam", PAGE, "doubloon", 3) == []
+
+
+def test_a_keyword_query_of_thousands_of_words_is_searched_alike_on_every_store(
+    store: GraphStore,
+) -> None:
+    with store.transaction():
+        store.upsert_view_nodes(
+            [page(0, "the glacier at dawn", ()), page(1, "the Pequod sails", ())]
+        )
+    # Lucene refuses more than 1,024 clauses: the search takes the first terms only.
+    hits = store.keyword_search("readagent", PAGE, f"glacier {many_words(3000)}", 2)
+    assert [i for i, _ in hits] == ["readagent/d/p0"]
+    assert store.keyword_search("readagent", PAGE, f"{many_words(3000)} glacier", 2) == []
+    assert store.keyword_search("readagent", PAGE, "Pequod " * 3000, 2)[0][0] == "readagent/d/p1"
 
 
 def test_a_failed_view_write_leaves_nothing(store: GraphStore) -> None:

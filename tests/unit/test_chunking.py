@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cam_engine.chunking import chunk_document, chunk_id, chunk_stream, count_tokens
+from cam_engine.chunking import char_cap, chunk_document, chunk_id, chunk_stream, count_tokens
 from cam_engine.types import Chunk
 
 BOOK = Path(__file__).parents[2].parent / "shared/data/haystacks/gutenberg/pg84.txt"
@@ -32,19 +33,32 @@ _punctuated_words = st.builds(
 _word = st.one_of(_plain_words, _plain_words, _punctuated_words)
 # a "word" with more tokens than any budget used here (no whitespace in it)
 _huge_word = st.integers(min_value=20, max_value=60).map(lambda n: "-".join(["z"] * n))
-_inner_space = st.sampled_from([" ", " ", " ", "  ", "\n", " \n", "\t"])
+# runs with no white space past the character cap of the budgets used here (16 per
+# token: 48 to 640): punctuation, one endless word-character token, a mix of both
+_endless_word = st.one_of(
+    st.integers(min_value=50, max_value=1500).map(lambda n: "!" * n),
+    st.integers(min_value=50, max_value=1500).map(lambda n: "q" * n),
+    st.integers(min_value=5, max_value=40).map(lambda n: ("x" * 97 + "/") * n),
+)
+_inner_space = st.one_of(
+    st.sampled_from([" ", " ", " ", "  ", "\n", " \n", "\t"]),
+    # runs of white space around the character caps of the budgets used here (48 to 640)
+    st.integers(min_value=40, max_value=700).map(lambda n: " " * n),
+    st.integers(min_value=40, max_value=700).map(lambda n: "\n" + " " * n),
+)
 _sentence_end = st.sampled_from([".", "!", "?", '."', "?)", ".’"])
 
 
 @st.composite
 def _sentence(draw: st.DrawFn) -> str:
-    kind = draw(st.sampled_from(["normal", "normal", "normal", "long", "huge"]))
+    kind = draw(st.sampled_from(["normal", "normal", "normal", "long", "huge", "endless"]))
     if kind == "long":  # a very long "sentence" with no punctuation at all
         words = draw(st.lists(_plain_words, min_size=25, max_size=50))
     else:
         words = draw(st.lists(_word, min_size=1, max_size=12))
-        if kind == "huge":
-            words.insert(draw(st.integers(0, len(words))), draw(_huge_word))
+        if kind != "normal":
+            huge = _huge_word if kind == "huge" else _endless_word
+            words.insert(draw(st.integers(0, len(words))), draw(huge))
     text = words[0]
     for w in words[1:]:
         text += draw(_inner_space) + w
@@ -62,23 +76,16 @@ def _paragraph(draw: st.DrawFn) -> str:
 
 
 @st.composite
-def texts(draw: st.DrawFn, *, clean_paragraph_ends: bool = False) -> str:
-    """Documents of words, sentences, paragraph breaks, long paragraphs and sentences.
-
-    ``clean_paragraph_ends`` keeps spaces/tabs out of the end of a paragraph (see
-    test_stream_keeps_trailing_spaces_of_a_split_paragraph for why).
-    """
+def texts(draw: st.DrawFn) -> str:
+    """Documents of words, sentences, paragraph breaks, long paragraphs and sentences,
+    endless runs with no white space."""
     paragraphs = draw(st.lists(_paragraph(), min_size=1, max_size=6))
-    breaks = ["\n\n", "\n\n\n", "\n \n", "\n\t\n  "]
-    if not clean_paragraph_ends:
-        breaks += ["  \n\n", " \n \n "]
+    breaks = ["\n\n", "\n\n\n", "\n \n", "\n\t\n  ", "  \n\n", " \n \n ", "\r\n\r\n"]
     text = draw(st.sampled_from(["", "", "\n", "  ", "\n\n"]))
     text += paragraphs[0]
     for p in paragraphs[1:]:
         text += draw(st.sampled_from(breaks)) + p
-    return text + draw(
-        st.sampled_from(["", "", "\n", "\n\n"] + ([] if clean_paragraph_ends else [" "]))
-    )
+    return text + draw(st.sampled_from(["", "", "\n", "\n\n", " "]))
 
 
 budgets = st.integers(min_value=3, max_value=40)
@@ -94,8 +101,8 @@ def _check_chunks(text: str, chunks: list[Chunk], budget: int, doc_id: str) -> N
         assert c.text.strip()
         assert text[cursor : c.start_char].strip() == ""  # only whitespace between chunks
         cursor = c.end_char
-        tokens = count_tokens(c.text)
-        assert tokens <= budget or len(c.text.split()) == 1, (budget, c.text)
+        assert count_tokens(c.text) <= budget, (budget, c.text)
+        assert len(c.text) <= char_cap(budget), (budget, c.text)
     assert text[cursor:].strip() == ""
 
 
@@ -109,10 +116,26 @@ def test_no_text_lost_and_budget_respected(text: str, budget: int) -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(text=texts(clean_paragraph_ends=True), budget=budgets)
+@given(text=texts(), budget=budgets)
 def test_stream_gives_the_same_chunks_as_document(text: str, budget: int) -> None:
     expected = chunk_document("doc", text, budget)
     assert _streamed("doc", text, budget) == expected
+
+
+@st.composite
+def _cut(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` in random pieces: single characters, whole lines, large blocks."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=40)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), text=texts(), budget=budgets)
+def test_stream_in_any_pieces_gives_the_chunks_of_the_whole_text(
+    data: st.DataObject, text: str, budget: int
+) -> None:
+    pieces = data.draw(_cut(text))
+    assert list(chunk_stream("doc", pieces, budget)) == chunk_document("doc", text, budget)
 
 
 @settings(max_examples=50, deadline=None)
@@ -217,11 +240,52 @@ def test_a_long_line_of_sentences_is_cut_at_sentence_ends(budget: int) -> None:
     assert _streamed("d", line, budget) == chunks
 
 
-def test_a_single_word_longer_than_the_budget_is_its_own_chunk() -> None:
-    huge = "-".join("abcd")  # a - b - c - d: 7 tokens
+def test_a_word_over_the_budget_is_cut_at_its_tokens() -> None:
+    huge = "-".join("abcd")  # a - b - c - d: 7 tokens, no white space
     text = f"x y {huge} z"
     chunks = chunk_document("d", text, 3)
-    assert [c.text for c in chunks] == ["x y", huge, "z"]
+    assert [c.text for c in chunks] == ["x y", "a-b", "-c-", "d z"]
+
+
+def test_punctuation_without_white_space_is_cut_at_the_budget() -> None:
+    text = "!" * 1_000_000  # one "word" of a million tokens
+    chunks = chunk_document("d", text, 200)
+    assert [len(c.text) for c in chunks] == [200] * 5000
+    _check_chunks(text, chunks, 200, "d")
+
+
+def test_an_endless_word_is_cut_at_the_character_cap() -> None:
+    cap = char_cap(200)
+    text = "intro words. " + "a" * (10 * cap + 7) + "!!"
+    chunks = chunk_document("d", text, 200)
+    assert [c.text for c in chunks] == ["intro words."] + ["a" * cap] * 10 + ["aaaaaaa!!"]
+    _check_chunks(text, chunks, 200, "d")
+
+
+@pytest.mark.skipif(not BOOK.is_file(), reason=f"real books not found at {BOOK.parent}")
+def test_the_character_cap_is_far_from_real_text() -> None:
+    # The cap is 16 characters per token; the books' longest chunk has about 10 (Pride
+    # and Prejudice's table of contents, padded with spaces), most under 6.
+    for book in ("pg84", "pg1342", "pg2701"):
+        text = (BOOK.parent / f"{book}.txt").read_text(encoding="utf-8-sig")
+        longest = max(len(c.text) for c in chunk_document(book, text, 200))
+        assert longest < 0.7 * char_cap(200), (book, longest)
+
+
+def test_white_space_longer_than_the_cap_is_a_paragraph_break() -> None:
+    cap = char_cap(16)
+    within = "a b" + " " * (cap - 6) + "c d"  # exactly the cap
+    assert [c.text for c in chunk_document("d", within, 16)] == [within]
+    assert [c.text for c in chunk_document("d", "a b" + " " * (cap + 1) + "c d", 16)] == [
+        "a b",
+        "c d",
+    ]
+
+
+def test_a_stream_holds_no_long_run_of_white_space() -> None:
+    blocks = itertools.chain(["Call me Ishmael."], itertools.repeat(" " * 65_536, 800), ["Ahab."])
+    # 50 MB of spaces: each block is scanned once, and the run is not kept
+    assert [c.text for c in chunk_stream("d", blocks, 200)] == ["Call me Ishmael.", "Ahab."]
 
 
 def test_blank_text_has_no_chunks() -> None:
