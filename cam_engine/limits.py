@@ -78,6 +78,8 @@ def refusal(what: str, limit: str, value: int) -> InputError:
     names the input and how far it goes ("notes.pdf: 300 MB"), then the bound and the
     variable that raises it."""
     variable, unit, label = VARIABLES[limit]
-    return InputError(
-        f"{what}: refused, over the limit of {value / unit:g} {label} (raise it with {variable})"
-    )
+    if value % unit == 0:
+        shown = f"{value // unit:,} {label}"
+    else:  # a limit set to a fraction of a MiB: counted in what the unit counts
+        shown = f"{value:,} {'bytes' if label == 'MiB' else 'characters'}"
+    return InputError(f"{what}: refused, over the limit of {shown} (raise it with {variable})")

@@ -8,7 +8,7 @@ import pytest
 
 from cam_engine.bench import hostile
 
-CHEAP = ["small-inputs", "symlink-swap", "non-utf8-name"]
+CHEAP = ["small-inputs", "symlink-swap", "non-utf8-name", "host-origin", "sigterm-busy"]
 
 
 @pytest.mark.parametrize("case", CHEAP)

@@ -37,7 +37,7 @@ def test_a_question_past_the_limit_is_refused_naming_it(tmp_path: Path) -> None:
             with pytest.raises(InputError) as refused:
                 call(HUGE)
             assert str(refused.value).endswith(
-                "4,200,000 characters: refused, over the limit of 10000 characters "
+                "4,200,000 characters: refused, over the limit of 10,000 characters "
                 "(raise it with CAM_MAX_QUERY_CHARS)"
             )
     with _memory(tmp_path, CAM_MAX_QUERY_CHARS="20") as memory:
@@ -52,7 +52,7 @@ def test_a_text_past_the_limit_is_refused_and_nothing_is_stored(tmp_path: Path) 
             memory.ingest_text("word " * 210, "long")
         message = str(refused.value)
         assert message.startswith("document 'long': 1,050 characters: refused, over the limit")
-        assert message.endswith("Mi characters (raise it with CAM_MAX_TEXT_MB)")
+        assert message.endswith("1,048 characters (raise it with CAM_MAX_TEXT_MB)")
         memory.ingest_text("word " * 200, "short")
         assert [d.id for d in memory.documents()] == ["short"]
 
@@ -75,7 +75,7 @@ def test_mcp_refuses_long_queries_and_texts_and_nuls_in_one_line(tmp_path: Path)
         for tool, argument in (("search", "query"), ("ask", "question")):
             text = error(await client.call_tool(tool, {argument: HUGE}))
             assert text.endswith(
-                "refused, over the limit of 10000 characters (raise it with CAM_MAX_QUERY_CHARS)"
+                "refused, over the limit of 10,000 characters (raise it with CAM_MAX_QUERY_CHARS)"
             )
         text = error(await client.call_tool("ingest_text", {"text": "a " * 600, "document": "g"}))
         assert text.startswith("document 'g': 1,200 characters: refused, over the limit")
