@@ -28,6 +28,7 @@ from cam_engine.embed import Embedder, embedding_device, load_embedder
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
+from cam_engine.limits import Limits
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, QuotedSpan, Selector, Usage
 from cam_engine.llm.extractive import ExtractiveAnswerer
@@ -145,6 +146,7 @@ class Memory:
         embedder: Embedder,
         summarizer: Summarizer,
         llm_concurrency: int = 4,
+        limits: Limits | None = None,
     ) -> None:
         if llm_concurrency < 1:
             raise ConfigError(f"llm_concurrency must be >= 1, got {llm_concurrency}")
@@ -161,6 +163,8 @@ class Memory:
         # How ingest errors name an option: `document` (this API, MCP tools) or
         # --document (the CLI sets CLI_OPTIONS).
         self.options: OptionNames = API_OPTIONS
+        # What one input may cost (CAM_MAX_* variables, read by Memory.open).
+        self.limits = limits or Limits()
         self._ingest: IngestPipeline | None = None
 
     @classmethod
@@ -227,6 +231,7 @@ class Memory:
                 ),
                 summarizer=summarizer or ExtractiveSummarizer(),
                 llm_concurrency=llm_concurrency,
+                limits=env.limits,
             )
         except BaseException:
             if graph is not store:  # opened here: do not leave it open
@@ -284,6 +289,7 @@ class Memory:
             )
         self._ingest.llm_concurrency = self.llm_concurrency
         self._ingest.options = self.options
+        self._ingest.limits = self.limits
         return self._ingest
 
     def _check_dimension(self) -> None:
