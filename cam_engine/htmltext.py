@@ -56,6 +56,7 @@ _NOT_READ = frozenset(("rt", "rp", "script", "style", "template"))
 # separators) they are not white space, so collapsing the source's spaces keeps them.
 PARAGRAPH, LINE = "\ue000", "\ue001"
 _SPACES = re.compile(r"\s+")
+_UNCLOSED = re.compile(r"<[A-Za-z/!?]")
 _FLUSH_PIECES = 4096  # pieces of text joined (and their spaces collapsed) at a time
 _FLUSH_CHARS = 1 << 20
 
@@ -122,6 +123,16 @@ class _Extractor(HTMLParser):
         self.pieces: list[str] = []
         self.pending = 0  # characters in pieces
         self.chunks: list[str] = []
+
+    def close(self) -> None:
+        # What feed left unparsed starts with a construct never closed (a tag, comment or
+        # declaration running to the end of the file): HTML drops it, the file ends inside
+        # it. html.parser before Python 3.13.4 would instead rescan the rest from each "<"
+        # in it, in time quadratic in its length (80 KB of "<a x='" took 30 s).
+        left = getattr(self, "rawdata", "")
+        if not getattr(self, "cdata_elem", None) and _UNCLOSED.match(left):
+            self.rawdata = ""
+        super().close()
 
     # --- the parser's events ----------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: object) -> None:
@@ -215,6 +226,8 @@ class _Extractor(HTMLParser):
         self._emit(data)
 
     def _emit(self, text: str) -> None:
+        if len(text) > self.budget.chars_left:  # one run of text past the bound: no copy
+            self.budget.text(len(text))
         self.pieces.append(text)
         self.pending += len(text)
         if len(self.pieces) >= _FLUSH_PIECES or self.pending >= _FLUSH_CHARS:

@@ -42,8 +42,8 @@ class Limits:
     # parses about 1 MB a second.
     pdf_content_bytes: int = 32 * MIB
     # Characters of text one PDF page may give: pypdf's cost grows with the square of
-    # a page's text, and no real page holds a hundredth of this.
-    page_chars: int = 256 * 1024
+    # a page's text, and a dense printed page holds under 10,000.
+    page_chars: int = 128 * 1024
     # Characters of a question or a search query.
     query_chars: int = 10_000
 
@@ -89,6 +89,9 @@ def refusal(what: str, limit: str, value: int) -> InputError:
     names the input and how far it goes ("notes.pdf: 300 MB"), then the bound and the
     variable that raises it."""
     variable, unit, label = VARIABLES[limit]
+    amount = f"{value / unit:g}"
+    if "e" in amount:  # 4e+06: written out instead
+        amount = f"{value / unit:.0f}"
     return InputError(
-        f"{what}: refused, over the limit of {value / unit:g} {label} (raise it with {variable})"
+        f"{what}: refused, over the limit of {amount} {label} (raise it with {variable})"
     )

@@ -538,3 +538,11 @@ def test_the_limits_of_the_environment_reach_the_readers(tmp_path: Path) -> None
         "50 items of markup (raise it with CAM_MAX_MARKUP_ITEMS)"
     ) in result.output
     assert "ingested 1 new chunk" in result.output
+
+
+def test_a_construct_never_closed_ends_the_html() -> None:
+    # The file ends inside the tag, comment or declaration: as HTML has it, dropped
+    # (reading the rest as text from each "<" in it took time quadratic in its length).
+    for never_closed in (b"<a x='", b"<a", b"</", b"<!--", b"<?", b"<!x"):
+        assert html_text(b"<p>kept</p>" + never_closed * 5000) == "kept", never_closed
+    assert html_text(b"<p>kept</p><b>bold <i") == "kept\n\nbold"
