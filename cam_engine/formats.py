@@ -18,7 +18,7 @@ import re
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
@@ -136,6 +136,9 @@ class _PdfWork:
         self.text_left = limits.text_chars
         self.decoded: set[int] = set()  # ids of the streams decoded (and counted)
         self.texts: dict[tuple[object, ...], str] = {}  # by _page_key
+        # pypdf logs and skips what fails inside a form, our refusals too: kept here,
+        # raised again at the next operator and after the page.
+        self.refused: InputError | None = None
 
     def page_text(self, page: Any) -> str:
         key = _page_key(page)
@@ -163,6 +166,8 @@ class _PdfWork:
         chars = 0
 
         def on_operator(operator: bytes, operands: list[Any], *_: object) -> None:
+            if self.refused is not None:
+                raise self.refused
             if operator == b"Do" and operands:  # pypdf parses the form next, again
                 self.parse(forms.size(str(operands[0])))
 
@@ -172,20 +177,20 @@ class _PdfWork:
             self._check_page(chars)
 
         text: str = page.extract_text(visitor_operand_before=on_operator, visitor_text=on_text)
+        if self.refused is not None:
+            raise self.refused
         self._check_page(len(text))
         return text
 
     def _check_page(self, chars: int) -> None:
-        if chars > self.limits.page_chars or chars > self.text_left:
-            if chars > self.text_left:
-                raise refusal(
-                    f"{self.path}: more text than that", "text_chars", self.limits.text_chars
-                )
-            raise refusal(
-                f"{self.path}: a page with more text than that",
-                "page_chars",
-                self.limits.page_chars,
-            )
+        if chars > self.text_left:
+            self._refuse(f"{self.path}: more text than that", "text_chars")
+        if chars > self.limits.page_chars:
+            self._refuse(f"{self.path}: a page with more text than that", "page_chars")
+
+    def _refuse(self, what: str, limit: str) -> NoReturn:
+        self.refused = refusal(what, limit, getattr(self.limits, limit))
+        raise self.refused
 
     def decode(self, stream: Any) -> bytes:
         data: bytes = stream.get_data()  # pypdf keeps it: counted once
@@ -193,21 +198,15 @@ class _PdfWork:
             self.decoded.add(id(stream))
             self.unpacked_left -= len(data)
             if self.unpacked_left < 0:
-                raise refusal(
-                    f"{self.path}: its content streams decoded (a zip bomb?)",
-                    "unpacked_bytes",
-                    self.limits.unpacked_bytes,
+                self._refuse(
+                    f"{self.path}: its content streams decoded (a zip bomb?)", "unpacked_bytes"
                 )
         return data
 
     def parse(self, size: int) -> None:
         self.parse_left -= size
         if self.parse_left < 0:
-            raise refusal(
-                f"{self.path}: its content streams parsed for text",
-                "pdf_content_bytes",
-                self.limits.pdf_content_bytes,
-            )
+            self._refuse(f"{self.path}: its content streams parsed for text", "pdf_content_bytes")
 
 
 class _Forms:

@@ -27,7 +27,7 @@ from cam_engine.limits import Limits
 from cam_engine.sources import HEAD_BYTES, check_head, read_bounded, read_document, read_text
 from cam_engine.store.sqlite import SqliteStore
 from tests.conftest import shared_file
-from tests.support.documents import IMAGE_PAGE, epub_bytes, pdf_bytes, text_page, xhtml
+from tests.support.documents import IMAGE_PAGE, epub_bytes, pdf_bytes, pdf_of, text_page, xhtml
 
 PAGE_ONE = ("The first page speaks of whales.", "A second line (in brackets).")
 PAGE_TWO = ("Page two is about ships.",)
@@ -546,3 +546,31 @@ def test_a_construct_never_closed_ends_the_html() -> None:
     for never_closed in (b"<a x='", b"<a", b"</", b"<!--", b"<?", b"<!x"):
         assert html_text(b"<p>kept</p>" + never_closed * 5000) == "kept", never_closed
     assert html_text(b"<p>kept</p><b>bold <i") == "kept\n\nbold"
+
+
+def test_a_form_drawn_many_times_counts_each_time(tmp_path: Path) -> None:
+    form = long_page(20_000)
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+    draws = b"q /Fm1 Do Q " * 50  # 600 bytes of page: 50 times 20 KB parsed
+    path = write(
+        tmp_path / "forms.pdf",
+        pdf_of(
+            [
+                b"<< /Type /Catalog /Pages 2 0 R >>",
+                b"<< /Type /Pages /Kids [6 0 R] /Count 1 >>",
+                font,
+                b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] "
+                b"/Resources << /Font << /F1 3 0 R >> >> /Length %d >>\nstream\n%s\nendstream"
+                % (len(form), form),
+                b"<< /Length %d >>\nstream\n%s\nendstream" % (len(draws), draws),
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+                b"/Resources << /XObject << /Fm1 4 0 R >> >> >>",
+            ]
+        ),
+    )
+    limits = Limits(pdf_content_bytes=2 * MIB, page_chars=10 * MIB)
+    assert read_document(path, limits=limits)[0].count("Jack") > 50 * 300
+    limits = Limits(pdf_content_bytes=200_000, page_chars=10 * MIB)
+    assert "content streams parsed" in refused_over(path, limits, "CAM_MAX_PDF_CONTENT_MB")
+    # Refused inside the form, where pypdf logs and skips what fails: refused all the same.
+    assert "a page with more text" in refused_over(path, Limits(), "CAM_MAX_PAGE_CHARS")
