@@ -307,9 +307,9 @@ def read_bounded(
         raise refusal(f"{path}: {size / MIB:.1f} MiB", "file_bytes", limits.file_bytes)
     head = file.read(HEAD_BYTES)
     accept_head(head)  # raises InputError to refuse
-    if len(head) < HEAD_BYTES:
-        return head
-    data = head + file.read(limits.file_bytes + 1 - len(head))
+    data = head
+    if len(head) == HEAD_BYTES:  # not the end yet
+        data += file.read(max(limits.file_bytes + 1 - len(head), 0))
     if len(data) > limits.file_bytes:
         raise refusal(f"{path}: more than that", "file_bytes", limits.file_bytes)
     return data
