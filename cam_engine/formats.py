@@ -1,10 +1,12 @@
 """Document formats: which one a file is, and its text as paragraphs separated by blank
 lines (the unit the chunker packs).
 
-Text and Markdown are read as they are; PDF through pypdf; HTML through BeautifulSoup,
-keeping the text a reader sees; EPUB as its XHTML documents in reading order through
-the same HTML code. A file that cannot be read raises ``InputError`` with one line
-naming the file and the reason.
+Text and Markdown are read as they are; PDF through pypdf; HTML in one pass of the
+standard library's parser, keeping the text a reader sees (htmltext.py); EPUB as its
+XHTML documents in reading order through the same HTML code. A file that cannot be
+read raises ``InputError`` with one line naming the file and the reason; so does one
+whose reading would cost more than its ``Limits`` allow (bytes, items of markup,
+content streams, text), checked as early as the format lets it be.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ import re
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, NoReturn
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
+from cam_engine import htmltext
 from cam_engine.errors import InputError
+from cam_engine.htmltext import Budget
+from cam_engine.limits import Limits, refusal
 
 Format = Literal["text", "pdf", "epub", "html"]
+_DEFAULT = Limits()
 
 EXTENSIONS: dict[str, Format] = {
     ".txt": "text",
@@ -35,7 +41,7 @@ EXTENSIONS: dict[str, Format] = {
     ".xhtml": "html",
 }
 
-_ZIP = b"PK\x03\x04"
+ZIP = b"PK\x03\x04"
 # The EPUB container spec puts an uncompressed "mimetype" entry first, so its name and
 # content sit at fixed offsets behind the zip's 30-byte local header.
 _EPUB_MIMETYPE = b"mimetypeapplication/epub+zip"
@@ -56,12 +62,12 @@ def detect(path: Path, data: bytes) -> Format:
     """
     if data.startswith(b"%PDF-"):
         return "pdf"
-    if data.startswith(_ZIP) and data[30:58] == _EPUB_MIMETYPE:
+    if data.startswith(ZIP) and data[30:58] == _EPUB_MIMETYPE:
         return "epub"
     by_name = EXTENSIONS.get(path.suffix.lower())
     if by_name is not None:
         return by_name
-    if data.startswith(_ZIP):
+    if data.startswith(ZIP):
         raise InputError(f"{path}: a zip archive, not an EPUB (no application/epub+zip)")
     return "html" if _HTML_START.match(data[:4096]) else "text"
 
@@ -69,14 +75,16 @@ def detect(path: Path, data: bytes) -> Format:
 # --- PDF ----------------------------------------------------------------------------------
 
 
-def pdf_text(path: Path, data: bytes) -> str:
+def pdf_text(path: Path, data: bytes, *, limits: Limits = _DEFAULT) -> str:
     """Each page's text, pages separated by blank lines."""
-    return "\n\n".join(text for _, text in pdf_pages(path, data))
+    return "\n\n".join(text for _, text in pdf_pages(path, data, limits=limits))
 
 
-def pdf_pages(path: Path, data: bytes) -> list[tuple[int, str]]:
+def pdf_pages(path: Path, data: bytes, *, limits: Limits = _DEFAULT) -> list[tuple[int, str]]:
     """(page number from 1, its text stripped) of each page that has text: joined by
-    blank lines they are ``pdf_text``, and ``page_starts`` says where each begins."""
+    blank lines they are ``pdf_text``, and ``page_starts`` says where each begins.
+    Within ``limits`` (``_PdfWork``): content-stream bytes decoded and parsed, text per
+    page and in all."""
     if not data.startswith(b"%PDF-"):
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
     import pypdf  # here, not at the top: only a PDF needs it (0.15 s to import)
@@ -87,7 +95,8 @@ def pdf_pages(path: Path, data: bytes) -> list[tuple[int, str]]:
         # password, which every viewer tries: so do we.
         if reader.is_encrypted and not reader.decrypt(""):
             raise InputError(f"{path}: the PDF is encrypted (it needs a password)")
-        pages = [page.extract_text() for page in reader.pages]
+        work = _PdfWork(path, limits)
+        pages = [work.page_text(page) for page in reader.pages]
     except InputError:
         raise
     except Exception as exc:  # pypdf raises many kinds on malformed files
@@ -97,6 +106,214 @@ def pdf_pages(path: Path, data: bytes) -> list[tuple[int, str]]:
         count = f"{len(pages)} page{'' if len(pages) == 1 else 's'}"
         raise InputError(f"{path}: no text in the PDF ({count}: scanned images? run OCR first)")
     return found
+
+
+# Operators that can show text: a content stream without any gives none, unparsed.
+# ("Do" draws a form, which may; a quote may be inside a string: then it is parsed.)
+_SHOWS_TEXT = re.compile(rb"T[jJ]|Do|['\"]")
+
+
+class _PdfWork:
+    """What reading one PDF may still cost, counted before each piece of work:
+
+    - bytes of content streams decoded (``Limits.unpacked_bytes``), each stream once:
+      a small compressed stream can inflate to megabytes;
+    - bytes of content streams parsed for text (``Limits.pdf_content_bytes``), each
+      time one is parsed: a page's streams, and a form each time a page draws it.
+      pypdf parses about a megabyte a second; a stream without text operators is not
+      parsed (nor counted);
+    - characters of text, per page (``Limits.page_chars``: pypdf's cost grows with the
+      square of a page's text) and in all (``Limits.text_chars``).
+
+    Pages that share their content streams and resources share their text: it is
+    extracted once (a PDF of a thousand pages drawing one stream costs one page).
+    """
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path, self.limits = path, limits
+        self.unpacked_left = limits.unpacked_bytes
+        self.parse_left = limits.pdf_content_bytes
+        self.text_left = limits.text_chars
+        self.decoded: set[int] = set()  # ids of the streams decoded (and counted)
+        self.texts: dict[tuple[object, ...], str] = {}  # by _page_key
+        # pypdf logs and skips what fails inside a form, our refusals too: kept here,
+        # raised again at the next operator and after the page.
+        self.refused: InputError | None = None
+
+    def page_text(self, page: Any) -> str:
+        key = _page_key(page)
+        text = self.texts.get(key) if key is not None else None
+        if text is None:
+            text = self._extract(page)
+            if key is not None:
+                self.texts[key] = text
+        self.text_left -= len(text)
+        if self.text_left < 0:
+            raise refusal(f"{self.path}: more text than that", "text_chars", self.limits.text_chars)
+        return text
+
+    def _extract(self, page: Any) -> str:
+        streams = _streams(page.get("/Contents"))
+        sizes, shows_text = 0, False
+        for stream in streams:
+            data = self.decode(stream)
+            sizes += len(data)
+            shows_text = shows_text or _SHOWS_TEXT.search(data) is not None
+        if not shows_text:
+            return ""
+        self.parse(sizes)
+        forms = _Forms(page, self)
+        chars = 0
+
+        def on_operator(operator: bytes, operands: list[Any], *_: object) -> None:
+            if self.refused is not None:
+                raise self.refused
+            if operator == b"Do" and operands:  # pypdf parses the form next, again
+                self.parse(forms.size(str(operands[0])))
+
+        def on_text(text: str, *_: object) -> None:
+            nonlocal chars
+            chars += len(text)
+            self._check_page(chars)
+
+        text: str = page.extract_text(visitor_operand_before=on_operator, visitor_text=on_text)
+        if self.refused is not None:
+            raise self.refused
+        self._check_page(len(text))
+        return text
+
+    def _check_page(self, chars: int) -> None:
+        if chars > self.text_left:
+            self._refuse(f"{self.path}: more text than that", "text_chars")
+        if chars > self.limits.page_chars:
+            self._refuse(f"{self.path}: a page with more text than that", "page_chars")
+
+    def _refuse(self, what: str, limit: str) -> NoReturn:
+        self.refused = refusal(what, limit, getattr(self.limits, limit))
+        raise self.refused
+
+    def decode(self, stream: Any) -> bytes:
+        data: bytes = stream.get_data()  # pypdf keeps it: counted once
+        if id(stream) not in self.decoded:
+            self.decoded.add(id(stream))
+            self.unpacked_left -= len(data)
+            if self.unpacked_left < 0:
+                self._refuse(
+                    f"{self.path}: its content streams decoded (a zip bomb?)", "unpacked_bytes"
+                )
+        return data
+
+    def parse(self, size: int) -> None:
+        self.parse_left -= size
+        if self.parse_left < 0:
+            self._refuse(f"{self.path}: its content streams parsed for text", "pdf_content_bytes")
+
+
+class _Forms:
+    """The form XObjects a page can draw, by name: those of its resources and, in
+    turn, of theirs. Sizing one decodes it, which pypdf would do to draw it anyway."""
+
+    def __init__(self, page: Any, work: _PdfWork) -> None:
+        self.page, self.work = page, work
+        self.by_name: dict[str, list[Any]] | None = None
+
+    def size(self, name: str) -> int:
+        """The decoded size of the largest form called ``name`` (a form's own
+        resources may reuse a name: which one is drawn, only the parser knows)."""
+        if self.by_name is None:
+            self.by_name = _forms(self.page.get("/Resources"))
+        return max((len(self.work.decode(f)) for f in self.by_name.get(name, ())), default=0)
+
+
+def _forms(resources: Any) -> dict[str, list[Any]]:
+    from pypdf.generic import StreamObject
+
+    found: dict[str, list[Any]] = {}
+    seen: set[int] = set()
+    todo = [resources]
+    while todo:
+        held = _resolved(todo.pop())
+        if not isinstance(held, dict) or id(held) in seen:
+            continue
+        seen.add(id(held))
+        xobjects = _resolved(held.get("/XObject"))
+        if not isinstance(xobjects, dict):
+            continue
+        for name, value in xobjects.items():
+            xobject = _resolved(value)
+            is_form = isinstance(xobject, StreamObject) and xobject.get("/Subtype") == "/Form"
+            if is_form and id(xobject) not in seen:
+                seen.add(id(xobject))
+                found.setdefault(str(name), []).append(xobject)
+                todo.append(xobject.get("/Resources"))
+    return found
+
+
+def _streams(contents: Any) -> list[Any]:
+    """The content streams of a page's /Contents (one stream, or an array of them)."""
+    from pypdf.generic import StreamObject
+
+    contents = _resolved(contents)
+    if isinstance(contents, StreamObject):
+        return [contents]
+    if isinstance(contents, list):
+        return [s for s in map(_resolved, contents) if isinstance(s, StreamObject)]
+    return []
+
+
+def _page_key(page: Any) -> tuple[object, ...] | None:
+    """What a page's text depends on: its content streams (as objects: pypdf holds one
+    per indirect reference), its resources (as they are written, references and all:
+    pages often repeat them inline) and its rotation. None when the resources are too
+    large to compare cheaply (the page is then extracted on its own)."""
+    contents = dict.get(page, "/Contents")
+    if isinstance(contents, list):
+        streams: object = tuple(map(_identity, contents))
+    else:
+        streams = _identity(contents)
+    resources = _written(dict.get(page, "/Resources"), [_KEY_ITEMS])
+    if resources is None:
+        return None
+    return streams, resources, repr(page.get("/Rotate"))
+
+
+_KEY_ITEMS = 1000  # objects of a page's resources compared at most
+
+
+def _identity(value: Any) -> object:
+    from pypdf.generic import IndirectObject
+
+    if isinstance(value, IndirectObject):
+        return ("ref", value.idnum, value.generation)
+    return ("object", id(value))  # one object of the reader's, alive while it is
+
+
+def _written(value: Any, left: list[int]) -> object:
+    """``value`` as written in the file, indirect references as references; None past
+    ``left[0]`` objects."""
+    from pypdf.generic import IndirectObject, StreamObject
+
+    left[0] -= 1
+    if left[0] < 0:
+        return None
+    if isinstance(value, IndirectObject | StreamObject):  # (pypdf may have resolved it)
+        return _identity(value)
+    if isinstance(value, dict):
+        items = []
+        for key, item in value.items():
+            shape = _written(item, left)
+            if shape is None:
+                return None
+            items.append((str(key), shape))
+        return ("dict", tuple(sorted(items)))
+    if isinstance(value, list):
+        shapes = [_written(item, left) for item in value]
+        return None if None in shapes else ("list", tuple(shapes))
+    return ("value", repr(value))
+
+
+def _resolved(value: Any) -> Any:
+    return value.get_object() if hasattr(value, "get_object") else value
 
 
 def page_starts(pages: list[tuple[int, str]]) -> list[tuple[int, int]]:
@@ -120,56 +337,26 @@ def pages_of(starts: list[tuple[int, int]], start: int, end: int) -> tuple[int, 
 
 # --- HTML ---------------------------------------------------------------------------------
 
-_NOT_TEXT = ("head", "script", "style", "noscript", "template", "nav")
-_PAGE_CHROME = ("aside", "header", "footer")
-_BLOCKS = (
-    *("p", "div", "section", "article", "main", "body", "blockquote", "pre", "address"),
-    *("h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd"),
-    *("table", "tr", "caption", "figure", "figcaption", "hr", "aside", "header", "footer"),
-)
-# Private-use characters as markers: no document text holds them, and (unlike the ASCII
-# separators) they are not white space, so collapsing the source's spaces keeps them.
-_PARAGRAPH, _LINE = "\ue000", "\ue001"
-_SPACES = re.compile(r"\s+")
+
+def html_text(
+    markup: bytes, *, page: bool = True, limits: Limits = _DEFAULT, source: str = "the HTML"
+) -> str:
+    """The text of an HTML document, one paragraph per block element (htmltext.py says
+    which elements are dropped and how the text is laid out), decoded by the charset
+    it declares or, failing that, the one its bytes fit (BeautifulSoup's UnicodeDammit).
+    Refused, naming ``source``, past ``limits.markup_items`` or ``limits.text_chars``."""
+    return htmltext.html_text(decoded_html(markup, source), Budget(source, limits), page=page)
 
 
-def html_text(markup: bytes, *, page: bool = True) -> str:
-    """The text of an HTML document, one paragraph per block element.
+def decoded_html(markup: bytes, source: str) -> str:
+    """``markup`` as text: its byte order mark, its declared charset (``<meta charset>``,
+    an XML declaration), else UTF-8, else Windows-1252, as BeautifulSoup reads it."""
+    from bs4.dammit import UnicodeDammit  # here: only HTML and EPUB need it (0.13 s)
 
-    Scripts, styles and navigation are dropped; on a web ``page`` also asides and the
-    page's own header and footer (those of an article or section hold its title and
-    byline, and stay). An EPUB chapter is not a page: its header is the chapter title.
-    """
-    from bs4 import BeautifulSoup  # here: only HTML and EPUB need it (0.13 s to import)
-
-    soup = BeautifulSoup(markup, "html.parser")  # bytes: it reads the declared charset
-    for tag in soup.find_all(_NOT_TEXT):
-        _drop(tag)
-    if page:
-        for tag in soup.find_all(_PAGE_CHROME):
-            if tag.name == "aside" or tag.find_parent(("article", "section")) is None:
-                _drop(tag)
-    for tag in soup.find_all("pre"):
-        for line in tag.find_all(string=True):
-            line.replace_with(line.replace("\n", _LINE))
-    for tag in soup.find_all("br"):
-        tag.replace_with(_LINE)
-    for tag in soup.find_all(("td", "th")):
-        tag.append(" ")  # cells of a row read as one line
-    for tag in soup.find_all(_BLOCKS):
-        tag.insert_before(_PARAGRAPH)
-        tag.append(_PARAGRAPH)
-    text = _SPACES.sub(" ", soup.get_text())  # white space in HTML source is not text
-    paragraphs = (p.replace(_LINE, "\n") for p in text.split(_PARAGRAPH))
-    lines = ("\n".join(filter(None, (s.strip() for s in p.split("\n")))) for p in paragraphs)
-    return "\n\n".join(filter(None, lines))
-
-
-def _drop(tag: object) -> None:
-    from bs4 import Tag
-
-    if isinstance(tag, Tag) and not tag.decomposed:  # inside one dropped already
-        tag.decompose()
+    text = UnicodeDammit(markup, is_html=True).unicode_markup
+    if text is None:
+        raise InputError(f"{source}: cannot decode the HTML")
+    return text
 
 
 # --- EPUB ---------------------------------------------------------------------------------
@@ -187,8 +374,8 @@ _NS = {
 # A zip entry can inflate a thousandfold, so a small EPUB could unpack gigabytes into
 # memory (a zip bomb). Books are far smaller: the EPUB entries read here are text and
 # markup (images are never read), a few MB even for the longest novels, and more text
-# than this would take hours to embed anyway. The cap covers every entry read.
-MAX_EPUB_UNPACKED_BYTES = 256 << 20
+# than this would take hours to embed anyway. The cap (``Limits.unpacked_bytes``) covers
+# every entry read.
 _UNPACK_CHUNK_BYTES = 1 << 20  # read and counted this much at a time
 
 
@@ -197,8 +384,9 @@ class _Unpacker:
     header declares more than is left is refused before it is inflated; the bytes read
     are counted too, in bounded chunks, in case a header understates its entry."""
 
-    def __init__(self, book: zipfile.ZipFile, path: Path, limit: int) -> None:
-        self.book, self.path, self.left, self.limit = book, path, limit, limit
+    def __init__(self, book: zipfile.ZipFile, path: Path, limits: Limits) -> None:
+        self.book, self.path, self.limits = book, path, limits
+        self.left = limits.unpacked_bytes
 
     def read(self, name: str) -> bytes:
         info = self.book.getinfo(name)
@@ -214,24 +402,30 @@ class _Unpacker:
         return b"".join(parts)
 
     def _too_big(self) -> InputError:
-        return InputError(
-            f"{self.path}: refused: the EPUB unpacks to more than {self.limit / (1 << 20):g} "
-            "MiB of documents (a zip bomb?)"
+        return refusal(
+            f"{self.path}: its documents unpacked (a zip bomb?)",
+            "unpacked_bytes",
+            self.limits.unpacked_bytes,
         )
 
 
-def epub_text(path: Path, data: bytes, *, max_unpacked: int = MAX_EPUB_UNPACKED_BYTES) -> str:
-    """The text of an EPUB's documents in spine (reading) order, separated by blank lines.
-    At most ``max_unpacked`` bytes are unpacked from it (``MAX_EPUB_UNPACKED_BYTES``)."""
-    if not data.startswith(_ZIP):
+def epub_text(path: Path, data: bytes, *, limits: Limits = _DEFAULT) -> str:
+    """The text of an EPUB's documents in spine (reading) order, separated by blank
+    lines. Within ``limits``: bytes unpacked, items of markup and characters of text,
+    each counted over all the documents together."""
+    if not data.startswith(ZIP):
         raise InputError(f"{path}: not an EPUB (not a zip archive)")
+    budget = Budget(str(path), limits)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as book:
-            unpack = _Unpacker(book, path, max_unpacked)
+            unpack = _Unpacker(book, path, limits)
             spine = _spine(unpack)
             if _encrypted(unpack) & set(spine):
                 raise InputError(f"{path}: the EPUB is encrypted (DRM)")
-            texts = [html_text(unpack.read(name), page=False) for name in spine]
+            texts = [
+                htmltext.html_text(decoded_html(unpack.read(name), str(path)), budget, page=False)
+                for name in spine
+            ]
     except InputError:
         raise
     except (
@@ -317,6 +511,9 @@ def gutenberg_bounds(text: str) -> tuple[int, int]:
     if marker is not None:
         end = marker.start()
     return start, end
+
+
+_SPACES = re.compile(r"\s+")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -29,8 +29,21 @@ class Limits:
     # Characters of text one document may hold when read whole: what a PDF, EPUB or
     # HTML reader extracts, what ingest_text accepts. (Stdin streams: no total bound.)
     text_chars: int = 64 * MIB
-    # Bytes an EPUB may unpack, all entries read together (a zip bomb's bound).
+    # Bytes a compressed document may unpack: an EPUB's entries read, a PDF's content
+    # streams decoded, each document's all together (a zip bomb's bound).
     unpacked_bytes: int = 256 * MIB
+    # Items of markup one HTML page or EPUB may hold (start and end tags, runs of text,
+    # comments, character references), counted as they are parsed: each costs a few
+    # microseconds of pure-Python parsing, so this bounds the time an HTML reader takes.
+    # It bounds the open-element stack too (unclosed tags pile up on it).
+    markup_items: int = 4_000_000
+    # Bytes of PDF content streams parsed for text, all pages together (a stream shared
+    # by pages or drawn again as a form is counted each time it is parsed): pypdf
+    # parses about 1 MB a second.
+    pdf_content_bytes: int = 32 * MIB
+    # Characters of text one PDF page may give: pypdf's cost grows with the square of
+    # a page's text, and a dense printed page holds under 10,000.
+    page_chars: int = 128 * 1024
     # Characters of a question or a search query.
     query_chars: int = 10_000
 
@@ -69,6 +82,9 @@ VARIABLES: dict[str, tuple[str, int, str]] = {
     "file_bytes": ("CAM_MAX_FILE_MB", MIB, "MiB"),
     "text_chars": ("CAM_MAX_TEXT_MB", MIB, "Mi characters"),
     "unpacked_bytes": ("CAM_MAX_UNPACKED_MB", MIB, "MiB"),
+    "markup_items": ("CAM_MAX_MARKUP_ITEMS", 1, "items of markup"),
+    "pdf_content_bytes": ("CAM_MAX_PDF_CONTENT_MB", MIB, "MiB of PDF content streams"),
+    "page_chars": ("CAM_MAX_PAGE_CHARS", 1, "characters on a page"),
     "query_chars": ("CAM_MAX_QUERY_CHARS", 1, "characters"),
 }
 

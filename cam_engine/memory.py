@@ -165,6 +165,8 @@ class Memory:
         # How ingest errors name an option: `document` (this API, MCP tools) or
         # --document (the CLI sets CLI_OPTIONS).
         self.options: OptionNames = API_OPTIONS
+        # What one input may cost (CAM_MAX_* variables, read by Memory.open).
+        self.limits = limits or Limits()
         self._ingest: IngestPipeline | None = None
 
     @classmethod
@@ -289,6 +291,7 @@ class Memory:
             )
         self._ingest.llm_concurrency = self.llm_concurrency
         self._ingest.options = self.options
+        self._ingest.limits = self.limits
         return self._ingest
 
     def _check_dimension(self) -> None:

@@ -8,16 +8,18 @@ import hashlib
 import os
 import stat
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from cam_engine import formats
 from cam_engine.errors import ConfigError, InputError
+from cam_engine.limits import MIB, Limits, refusal
 
 STDIN = "-"
 UTF8 = "utf-8"
+_DEFAULT = Limits()
 
 
 @dataclass(frozen=True)
@@ -100,11 +102,25 @@ def expand_paths(
             if not files:
                 yield InputError(f"{raw}: folder has no files", raw)
             for f in files:
-                yield Source(prefix + f.relative_to(path).as_posix(), f)
+                yield _unnamed(f) or Source(prefix + f.relative_to(path).as_posix(), f)
         elif path.is_file():
-            yield Source(document or prefix + path.name, path)
+            yield _unnamed(path) or Source(document or prefix + path.name, path)
         else:
             yield InputError(f"{raw}: no such file or folder", raw)
+
+
+def _unnamed(path: Path) -> InputError | None:
+    """The error for a file whose name is not UTF-8 (Python holds its bytes as lone
+    surrogates, which no store, log or terminal takes), naming it with those bytes
+    escaped; None for any other file. The file is skipped, the others read."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        return InputError(
+            f"{shown}: the file name is not valid UTF-8 (rename the file to ingest it)", shown
+        )
+    return None
 
 
 def _prefix(
@@ -184,10 +200,11 @@ def read_document(
     encoding: str = UTF8,
     options: OptionNames = API_OPTIONS,
     allow: AllowedRoots | None = None,
+    limits: Limits = _DEFAULT,
 ) -> tuple[str, str]:
     """(text, sha256) of a text, Markdown, PDF, EPUB or HTML file: ``load_document``'s
     text and hash."""
-    document = load_document(path, encoding=encoding, options=options, allow=allow)
+    document = load_document(path, encoding=encoding, options=options, allow=allow, limits=limits)
     return document.text, document.sha256
 
 
@@ -197,6 +214,7 @@ def load_document(
     encoding: str = UTF8,
     options: OptionNames = API_OPTIONS,
     allow: AllowedRoots | None = None,
+    limits: Limits = _DEFAULT,
 ) -> DocumentText:
     """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
     which), cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and
@@ -208,19 +226,22 @@ def load_document(
     hash whatever the extraction does, so re-ingesting it is still recognized (its
     chunks, not its hash, then say whether the text changed), and a text file keeps the
     hash memories recorded before there were other formats. ``text_hash`` is the text's.
+
+    ``limits`` bound what the file may cost: its size is checked before it is read, its
+    first block (its format, a binary file's NULs) before the rest, and each format's
+    reader counts its own work (``formats``).
     """
-    with open_document(path, allow) as file:
-        data = _read_all(path, file)
+    data = _read_opened(path, allow, limits, lambda head: check_head(path, head, encoding))
     kind = formats.detect(path, data)
     starts: list[tuple[int, int]] = []
     if kind == "pdf":
-        pages = formats.pdf_pages(path, data)
+        pages = formats.pdf_pages(path, data, limits=limits)
         text = "\n\n".join(page for _, page in pages)
         starts = formats.page_starts(pages)
     elif kind == "epub":
-        text = formats.epub_text(path, data)
+        text = formats.epub_text(path, data, limits=limits)
     elif kind == "html":
-        text = formats.html_text(data)
+        text = formats.html_text(data, limits=limits, source=str(path))
         if not text:
             raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
     else:
@@ -259,18 +280,27 @@ def check_encoding(encoding: str, options: OptionNames = API_OPTIONS) -> str:
         ) from None
 
 
-def read_text(path: Path) -> tuple[str, str]:
+def read_text(path: Path, *, limits: Limits = _DEFAULT) -> tuple[str, str]:
     """(text, sha256) of a UTF-8 text file, as it is; InputError naming the file otherwise."""
-    with open_document(path) as file:
-        data = _read_all(path, file)
+    data = _read_opened(path, None, limits, lambda head: _refuse_binary(path, head, UTF8))
     return _decode(path, data), hashlib.sha256(data).hexdigest()
 
 
-def _read_all(path: Path, file: BinaryIO) -> bytes:
-    try:
-        return file.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
+HEAD_BYTES = 64 << 10  # the first block: enough for every format's signature
+
+
+def _read_opened(
+    path: Path,
+    allow: AllowedRoots | None,
+    limits: Limits,
+    accept_head: Callable[[bytes], None],
+) -> bytes:
+    """The bytes of the file ``open_document`` opens, read by ``read_bounded``."""
+    with open_document(path, allow) as file:
+        try:
+            return read_bounded(file, path, limits, accept_head)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
 
 
 @dataclass(frozen=True)
@@ -367,14 +397,53 @@ def _changed(path: Path, allow: AllowedRoots | None) -> InputError:
     )
 
 
+def read_bounded(
+    file: BinaryIO,
+    path: Path,
+    limits: Limits,
+    accept_head: Callable[[bytes], None] = lambda head: None,
+) -> bytes:
+    """The bytes of an open ``file`` (named ``path`` in errors), read only when its size
+    (of the open file, not of whatever the name points at now) is within
+    ``limits.file_bytes``, and past its first block only when ``accept_head`` accepts
+    that block. A file that grows while it is read is cut at the limit, and refused."""
+    size = os.fstat(file.fileno()).st_size
+    if size > limits.file_bytes:
+        raise refusal(f"{path}: {size / MIB:.1f} MiB", "file_bytes", limits.file_bytes)
+    head = file.read(HEAD_BYTES)
+    accept_head(head)  # raises InputError to refuse
+    data = head
+    if len(head) == HEAD_BYTES:  # not the end yet
+        data += file.read(max(limits.file_bytes + 1 - len(head), 0))
+    if len(data) > limits.file_bytes:
+        raise refusal(f"{path}: more than that", "file_bytes", limits.file_bytes)
+    return data
+
+
+def check_head(path: Path, head: bytes, encoding: str) -> None:
+    """Refuse a file from its first block: one its format's reader would refuse for its
+    signature, or a text file that is binary."""
+    kind = formats.detect(path, head)
+    if kind == "pdf" and not head.startswith(b"%PDF-"):
+        raise InputError(f"{path}: not a PDF (no %PDF- header)")
+    if kind == "epub" and not head.startswith(formats.ZIP):
+        raise InputError(f"{path}: not an EPUB (not a zip archive)")
+    if kind == "text":
+        _refuse_binary(path, head, encoding)
+
+
+def _refuse_binary(path: Path, data: bytes, encoding: str) -> None:
+    # UTF-16 and UTF-32 have NULs in plain English: those encodings are taken at their
+    # word.
+    if b"\x00" in data and not codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
+        raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
+
+
 def _decode(
     path: Path, data: bytes, encoding: str = UTF8, options: OptionNames = API_OPTIONS
 ) -> str:
-    # Anywhere in the file, as on stdin: a NUL past the first page is no text either.
-    # (UTF-16 and UTF-32 have NULs in plain English: those encodings are taken at
-    # their word.)
-    if b"\x00" in data and not codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
-        raise InputError(f"{path}: looks binary (NUL bytes), not a text document")
+    # Anywhere in the file, as on stdin: a NUL past the first block is no text either.
+    _refuse_binary(path, data, encoding)
     utf8 = codecs.lookup(encoding).name == UTF8
     bom = len(codecs.BOM_UTF8) if utf8 and data.startswith(codecs.BOM_UTF8) else 0
     try:

@@ -110,6 +110,44 @@ def cam(*args: str) -> list[str]:
     return [sys.executable, "-m", "cam_engine.cli", *args]
 
 
+class PeakWatch:
+    """The peak RSS of one process, from the high-water mark Linux keeps of its memory
+    (``VmHWM`` in /proc/PID/status), read every ``POLL_SECONDS`` until it exits.
+
+    Not ``wait4``'s ``ru_maxrss``: exec keeps in it the high-water mark of the memory it
+    replaced, which for a child of this process is this process's own size at the fork
+    (a 100 MB command started by a 500 MB process reports 500 MB). ``VmHWM`` belongs to
+    the memory of the program exec started, and only grows; a peak within its last
+    poll of exiting is missed, and a GiB takes far longer than that to fill.
+    """
+
+    POLL_SECONDS = 0.02
+
+    def __init__(self, pid: int) -> None:
+        self._status = Path(f"/proc/{pid}/status")
+        self._kib = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._done.is_set():
+            try:
+                text = self._status.read_text()
+            except OSError:  # it has exited
+                return
+            for line in text.splitlines():
+                if line.startswith("VmHWM:"):
+                    self._kib = max(self._kib, int(line.split()[1]))
+            self._done.wait(self.POLL_SECONDS)
+
+    def stop(self, usage: resource.struct_rusage) -> float:
+        """The peak in MiB (``ru_maxrss`` where there is no /proc)."""
+        self._done.set()
+        self._thread.join()
+        return (self._kib or usage.ru_maxrss) / 1024  # both in KiB on Linux
+
+
 def measured(
     command: Sequence[str],
     env: dict[str, str],
@@ -126,6 +164,7 @@ def measured(
             process = subprocess.Popen(
                 command, stdin=source, stdout=out, stderr=err, env=env, cwd=cwd
             )
+            watch = PeakWatch(process.pid)
             killed = threading.Event()
 
             def kill() -> None:
@@ -146,7 +185,7 @@ def measured(
         return Run(
             process.returncode,
             seconds,
-            usage.ru_maxrss / 1024,  # KiB on Linux
+            watch.stop(usage),
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
             killed.is_set(),
@@ -387,6 +426,7 @@ class Server:
                 if limit
                 else None,
             )
+        self.watch = PeakWatch(self.process.pid)
         self.url = f"http://{host}:{self.port}/mcp"
 
     def wait_listening(self, limit: float = 60.0) -> None:
@@ -405,14 +445,14 @@ class Server:
         """SIGTERM; (seconds until it exited, its peak RSS in MiB)."""
         started = time.perf_counter()
         if self.process.poll() is not None:  # it exited by itself (and was reaped)
-            return 0.0, 0.0
+            return 0.0, self.watch.stop(resource.getrusage(resource.RUSAGE_CHILDREN))
         self.process.send_signal(signal.SIGTERM)
         timer = threading.Timer(limit, self.process.kill)
         timer.start()
         _, status, usage = os.wait4(self.process.pid, 0)
         timer.cancel()
         self.process.returncode = os.waitstatus_to_exitcode(status)
-        return time.perf_counter() - started, usage.ru_maxrss / 1024
+        return time.perf_counter() - started, self.watch.stop(usage)
 
 
 @dataclass

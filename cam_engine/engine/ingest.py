@@ -32,6 +32,7 @@ from cam_engine.engine.revision import Revision, fresh_id, placed_differently, p
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import pages_of
+from cam_engine.limits import Limits
 from cam_engine.llm import Summarizer
 from cam_engine.sources import (
     API_OPTIONS,
@@ -76,6 +77,7 @@ class IngestPipeline:
         self.summarizer = summarizer
         self.llm_concurrency = llm_concurrency
         self.options: OptionNames = API_OPTIONS  # how errors name an option (sources.py)
+        self.limits = Limits()  # what one input may cost (the memory's, set by Memory)
         # Holds the memory's structure between batches (store/batch.py).
         self.writer = BatchWriter(store)
 
@@ -203,7 +205,9 @@ class IngestPipeline:
             chunks = chunk_stream(source.doc_id, hashed, budget)
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
             return
-        document = load_document(source.path, encoding=encoding, options=self.options, allow=allow)
+        document = load_document(
+            source.path, encoding=encoding, options=self.options, allow=allow, limits=self.limits
+        )
         text, sha = document.text, document.sha256
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 != sha and known.source != str(source.path):

@@ -5,23 +5,29 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
+import sys
+import tracemalloc
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pypdf
 import pytest
 from click.testing import CliRunner
 
+from cam_engine import Environment, Memory
 from cam_engine.chunking import chunk_document
 from cam_engine.cli.main import cli
+from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import InputError
-from cam_engine.formats import MAX_EPUB_UNPACKED_BYTES as MAX
-from cam_engine.formats import detect, epub_text, strip_gutenberg
-from cam_engine.sources import read_document, read_text
+from cam_engine.formats import detect, epub_text, html_text, strip_gutenberg
+from cam_engine.limits import Limits
+from cam_engine.sources import HEAD_BYTES, check_head, read_bounded, read_document, read_text
 from cam_engine.store.sqlite import SqliteStore
 from tests.conftest import shared_file
-from tests.support.documents import IMAGE_PAGE, epub_bytes, pdf_bytes, text_page, xhtml
+from tests.support.documents import IMAGE_PAGE, epub_bytes, pdf_bytes, pdf_of, text_page, xhtml
 
 PAGE_ONE = ("The first page speaks of whales.", "A second line (in brackets).")
 PAGE_TWO = ("Page two is about ships.",)
@@ -203,15 +209,22 @@ def test_an_epub_that_unpacks_past_the_cap_is_refused_in_one_line(tmp_path: Path
     book = bomb(1, 4 * MIB)  # 4 MiB of text in about 10 KB
     assert len(book) < 64 << 10
     path = write(tmp_path / "bomb.epub", book)
-    refused = f"{path}: refused: the EPUB unpacks to more than 1 MiB of documents (a zip bomb?)"
+    refused = (
+        f"{path}: its documents unpacked (a zip bomb?): refused, over the limit of 1 MiB "
+        "(raise it with CAM_MAX_UNPACKED_MB)"
+    )
     with pytest.raises(InputError, match=re.escape(refused)):
-        epub_text(path, book, max_unpacked=MIB)
-    assert len(epub_text(path, book, max_unpacked=8 * MIB)) > 4 * MIB - 1000  # the cap, only
+        epub_text(path, book, limits=Limits(unpacked_bytes=MIB))
+    big = Limits(unpacked_bytes=8 * MIB)
+    assert len(epub_text(path, book, limits=big)) > 4 * MIB - 1000  # the cap, only
     # The cap is on all the entries read together, not on each.
     book = bomb(3, MIB // 2)
     with pytest.raises(InputError, match=re.escape(refused)):
-        epub_text(path, book, max_unpacked=MIB)
-    assert epub_text(path, book, max_unpacked=2 * MIB).count(LINE.strip()) > 3 * 10_000
+        epub_text(path, book, limits=Limits(unpacked_bytes=MIB))
+    assert (
+        epub_text(path, book, limits=Limits(unpacked_bytes=2 * MIB)).count(LINE.strip())
+        > 3 * 10_000
+    )
 
 
 def test_an_epub_whose_header_lies_about_its_size_unpacks_no_more_than_it_declares(
@@ -220,8 +233,11 @@ def test_an_epub_whose_header_lies_about_its_size_unpacks_no_more_than_it_declar
     book = bomb(1, 4 * MIB)
     # Declaring more than the cap: refused before anything is inflated, by read_document
     # with the default cap.
-    path = write(tmp_path / "big.epub", declaring(book, "OEBPS/ch0.xhtml", MAX + 1))
-    assert refusal(path).endswith(f"more than {MAX / MIB:g} MiB of documents (a zip bomb?)")
+    cap = Limits().unpacked_bytes
+    path = write(tmp_path / "big.epub", declaring(book, "OEBPS/ch0.xhtml", cap + 1))
+    assert refusal(path).endswith(
+        f"over the limit of {cap / MIB:g} MiB (raise it with CAM_MAX_UNPACKED_MB)"
+    )
     # Declaring less: zipfile stops at the declared size, and the entry's checksum no
     # longer matches (the cap counts the bytes read as well, should a reader not stop).
     path = write(tmp_path / "small.epub", declaring(book, "OEBPS/ch0.xhtml", 1000))
@@ -325,3 +341,236 @@ def test_ingest_of_a_folder_reads_every_format_and_reports_the_bad_files(tmp_pat
 
     again = CliRunner().invoke(cli, ["ingest", str(folder)], env=env)
     assert again.exit_code == 1 and "nothing new" in again.output  # same files, same hashes
+
+
+# --- What reading a file may cost -----------------------------------------------------------
+
+
+def refused_over(path: Path, limits: Limits, variable: str) -> str:
+    """The one-line refusal of ``path`` under ``limits``, naming ``variable``."""
+    with pytest.raises(InputError) as info:
+        read_document(path, limits=limits)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and "\n" not in message
+    assert "over the limit of" in message and f"(raise it with {variable})" in message
+    return message
+
+
+def calls(work: Callable[[], object]) -> int:
+    """How many Python and C functions ``work`` calls: a count, where a test of time
+    would be a race."""
+    count = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        work()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def test_deeply_nested_html_costs_linear_work() -> None:
+    def nested(depth: int) -> bytes:
+        return b"<div>" * depth + b"deep" + b"</div>" * depth
+
+    assert html_text(nested(2000)) == "deep"
+    small, large = calls(lambda: html_text(nested(2000))), calls(lambda: html_text(nested(4000)))
+    assert large < 2.3 * small  # twice the depth, twice the work: not four times
+    # Unclosed: the open elements pile up, one each, and are closed at the end.
+    assert html_text(b"<div><span>" * 5000 + b"end") == "end"
+
+
+def test_an_epub_of_tiny_paragraphs_is_read_without_a_tree() -> None:
+    paragraphs = 100_000  # 800 KB of <p>a</p>: one element each
+    book = epub_bytes({"ch.xhtml": xhtml("One", "<p>a</p>" * paragraphs)}, ["ch.xhtml"])
+    path = Path("tiny.epub")
+    tracemalloc.start()
+    try:
+        text = epub_text(path, book)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text.count("a") == paragraphs
+    # The text (200 K characters) and the input, not an object per element.
+    assert peak < 24 * MIB, peak
+    refused = (
+        "tiny.epub: more markup than that: refused, over the limit of 1,000 items of markup "
+        "(raise it with CAM_MAX_MARKUP_ITEMS)"
+    )
+    with pytest.raises(InputError, match=re.escape(refused)):
+        epub_text(path, book, limits=Limits(markup_items=1000))
+    with pytest.raises(InputError, match="CAM_MAX_TEXT_MB"):
+        epub_text(path, book, limits=Limits(text_chars=paragraphs))
+
+
+def test_html_past_the_limits_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "page.html", HTML)
+    assert read_document(path, limits=Limits(markup_items=200))[0] == HTML_TEXT
+    assert "more markup" in refused_over(path, Limits(markup_items=50), "CAM_MAX_MARKUP_ITEMS")
+    refused_over(path, Limits(text_chars=40), "CAM_MAX_TEXT_MB")
+    # Stray end tags and comments count too: each costs the parser as much as a tag.
+    path = write(tmp_path / "stray.html", b"<p>x</p>" + b"</b><!---->" * 1000)
+    refused_over(path, Limits(markup_items=1000), "CAM_MAX_MARKUP_ITEMS")
+
+
+def test_a_file_past_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.txt"
+    with path.open("wb") as file:
+        file.truncate(3 << 30)  # 3 GiB, sparse: no disk, no time
+    message = refused_over(path, Limits(), "CAM_MAX_FILE_MB")
+    assert message == (
+        f"{path}: 3072.0 MiB: refused, over the limit of 256 MiB (raise it with CAM_MAX_FILE_MB)"
+    )
+    with path.open("rb") as file:
+        with pytest.raises(InputError):
+            read_bounded(file, path, Limits())
+        assert file.tell() == 0  # not a byte read
+
+
+def test_a_binary_file_is_refused_from_its_first_block(tmp_path: Path) -> None:
+    path = tmp_path / "data.txt"
+    with path.open("wb") as file:
+        file.write(b"\x00\x01binary")
+        file.truncate(4 * MIB)
+    assert "looks binary" in refusal(path)
+    with path.open("rb") as file:
+        with pytest.raises(InputError, match="looks binary"):
+            read_bounded(file, path, Limits(), lambda head: check_head(path, head, "utf-8"))
+        assert file.tell() == HEAD_BYTES  # the rest never read
+    # A PDF by name whose first block is not one: refused there too.
+    path = write(tmp_path / "fake.pdf", b"<html>" + b" " * (HEAD_BYTES * 2))
+    with path.open("rb") as file:
+        with pytest.raises(InputError, match="not a PDF"):
+            read_bounded(file, path, Limits(), lambda head: check_head(path, head, "utf-8"))
+        assert file.tell() == HEAD_BYTES
+
+
+def long_page(size: int, mark: str = "") -> bytes:
+    """A content stream of about ``size`` bytes of text lines."""
+    line = text_page(f"{mark}All work and no play makes Jack a dull boy.")
+    body = line.removeprefix(b"BT /F1 12 Tf 16 TL 72 720 Td ").removesuffix(b" ET")
+    return b"BT /F1 12 Tf 16 TL 72 720 Td " + (body + b" ") * (size // len(body)) + b"ET"
+
+
+def shared_content_pdf(pages: int, content: bytes) -> bytes:
+    """A PDF of ``pages`` pages that all draw one content stream, resources inline."""
+    reader = pypdf.PdfReader(io.BytesIO(pdf_bytes(content)))
+    writer = pypdf.PdfWriter()
+    for _ in range(pages):
+        writer.add_page(reader.pages[0])  # each page a copy, its /Contents one object
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_pdf_pages_sharing_one_content_stream_extract_it_once(tmp_path: Path) -> None:
+    content = long_page(20_000)
+    path = write(tmp_path / "shared.pdf", shared_content_pdf(200, content))
+    # 200 pages of 20 KB each would be 4 MB to parse: the stream is parsed once.
+    text, _ = read_document(path, limits=Limits(pdf_content_bytes=64 << 10))
+    pages = text.split("\n\n")
+    assert len(pages) == 200 and len(set(pages)) == 1 and pages[0].count("Jack") > 300
+    # Their text still counts: 200 copies of it.
+    refused_over(path, Limits(text_chars=100 * len(pages[0])), "CAM_MAX_TEXT_MB")
+
+
+def test_pdf_content_streams_past_the_limits_are_refused_in_one_line(tmp_path: Path) -> None:
+    pages = [long_page(20_000, f"{i} ") for i in range(20)]
+    path = write(tmp_path / "long.pdf", pdf_bytes(*pages))
+    assert len(read_document(path, limits=Limits(pdf_content_bytes=MIB))[0]) > 20 * 15_000
+    message = refused_over(path, Limits(pdf_content_bytes=100_000), "CAM_MAX_PDF_CONTENT_MB")
+    assert "content streams parsed" in message
+    message = refused_over(path, Limits(page_chars=5000), "CAM_MAX_PAGE_CHARS")
+    assert "a page with more text" in message
+    refused_over(path, Limits(text_chars=100_000), "CAM_MAX_TEXT_MB")
+    refused_over(path, Limits(unpacked_bytes=100_000), "CAM_MAX_UNPACKED_MB")
+
+
+def a_folder_with_a_latin1_name(tmp_path: Path) -> Path:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    write(folder / "tea.md", b"# Tea\n\nA plain note about tea.\n")
+    # A name written in Latin-1: not UTF-8, so Python holds it with a lone surrogate.
+    write(Path(os.fsdecode(bytes(folder) + b"/caf\xe9.md")), b"# Cafe\n\nA note.\n")
+    return folder
+
+
+def test_a_file_name_that_is_not_utf8_is_one_error_and_the_folder_is_read(
+    tmp_path: Path,
+) -> None:
+    folder = a_folder_with_a_latin1_name(tmp_path)
+    shown = f"{folder}/caf\\xe9.md"
+    no_env = Environment.from_env({})
+    with Memory.open(
+        tmp_path / "m.db", "m", embedder=HashingEmbedder(64), environment=no_env
+    ) as memory:
+        report = memory.ingest([folder])
+        assert [d.id for d in memory.store.documents()] == ["tea.md"]
+    assert [(e.source, e.message) for e in report.errors] == [
+        (shown, f"{shown}: the file name is not valid UTF-8 (rename the file to ingest it)")
+    ]
+    env = {"CAM_STORE": str(tmp_path / "cli.db"), "CAM_EMBED_MODEL": "hashing:64"}
+    result = CliRunner().invoke(cli, ["ingest", str(folder)], env=env)
+    assert result.exit_code == 1, result.output  # as for any file that is not read
+    assert "Traceback" not in result.output
+    assert f"{shown}: the file name is not valid UTF-8" in result.output
+    assert "ingested 1 new chunk" in result.output
+
+
+def test_the_limits_of_the_environment_reach_the_readers(tmp_path: Path) -> None:
+    folder = tmp_path / "library"
+    folder.mkdir()
+    write(folder / "page.html", HTML)
+    write(folder / "notes.md", b"# Notes\n\nMarkdown is text.\n")
+    env = {
+        "CAM_STORE": str(tmp_path / "cli.db"),
+        "CAM_EMBED_MODEL": "hashing:64",
+        "CAM_MAX_MARKUP_ITEMS": "50",
+    }
+    result = CliRunner().invoke(cli, ["ingest", str(folder)], env=env)
+    assert result.exit_code == 1, result.output
+    assert (
+        f"error: {folder / 'page.html'}: more markup than that: refused, over the limit of "
+        "50 items of markup (raise it with CAM_MAX_MARKUP_ITEMS)"
+    ) in result.output
+    assert "ingested 1 new chunk" in result.output
+
+
+def test_a_construct_never_closed_ends_the_html() -> None:
+    # The file ends inside the tag, comment or declaration: as HTML has it, dropped
+    # (reading the rest as text from each "<" in it took time quadratic in its length).
+    for never_closed in (b"<a x='", b"<a", b"</", b"<!--", b"<?", b"<!x"):
+        assert html_text(b"<p>kept</p>" + never_closed * 5000) == "kept", never_closed
+    assert html_text(b"<p>kept</p><b>bold <i") == "kept\n\nbold"
+
+
+def test_a_form_drawn_many_times_counts_each_time(tmp_path: Path) -> None:
+    form = long_page(20_000)
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+    draws = b"q /Fm1 Do Q " * 50  # 600 bytes of page: 50 times 20 KB parsed
+    path = write(
+        tmp_path / "forms.pdf",
+        pdf_of(
+            [
+                b"<< /Type /Catalog /Pages 2 0 R >>",
+                b"<< /Type /Pages /Kids [6 0 R] /Count 1 >>",
+                font,
+                b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] "
+                b"/Resources << /Font << /F1 3 0 R >> >> /Length %d >>\nstream\n%s\nendstream"
+                % (len(form), form),
+                b"<< /Length %d >>\nstream\n%s\nendstream" % (len(draws), draws),
+                b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 5 0 R "
+                b"/Resources << /XObject << /Fm1 4 0 R >> >> >>",
+            ]
+        ),
+    )
+    limits = Limits(pdf_content_bytes=2 * MIB, page_chars=10 * MIB)
+    assert read_document(path, limits=limits)[0].count("Jack") > 50 * 300
+    limits = Limits(pdf_content_bytes=200_000, page_chars=10 * MIB)
+    assert "content streams parsed" in refused_over(path, limits, "CAM_MAX_PDF_CONTENT_MB")
+    # Refused inside the form, where pypdf logs and skips what fails: refused all the same.
+    assert "a page with more text" in refused_over(path, Limits(), "CAM_MAX_PAGE_CHARS")
