@@ -22,11 +22,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import itertools
 import json
 import os
 import resource
 import signal
 import socket
+import string
 import subprocess
 import sys
 import tempfile
@@ -823,7 +825,9 @@ def long_question_neo4j(folder: Path, timeout: float) -> Outcome:
     note = folder / "note.txt"
     note.write_text("The lighthouse keeper wrote about the storm and the ships.\n")
     ingest = measured(cam("ingest", str(note), "--memory", memory), env, timeout=timeout)
-    question = " ".join(f"word{i}" for i in range(1500)) + " lighthouse?"
+    # 1,500 distinct three-letter words: 6,000 characters, within CAM_MAX_QUERY_CHARS
+    words = ("".join(letters) for letters in itertools.product(string.ascii_lowercase, repeat=3))
+    question = " ".join(itertools.islice(words, 1500)) + " lighthouse?"
     asked = measured(cam("ask", question, "--memory", memory), env, timeout=timeout)
     measured(cam("delete", "--memory", memory, "--yes"), env, timeout=timeout)
     outcome.happened = "answered" if asked.returncode == 0 else asked.last_error
