@@ -379,6 +379,9 @@ _NS = {
 _UNPACK_CHUNK_BYTES = 1 << 20  # read and counted this much at a time
 
 
+MAX_PACKAGE_BYTES = 4 << 20
+
+
 class _Unpacker:
     """Reads an EPUB's entries within ``limit`` bytes unpacked in all. An entry whose
     header declares more than is left is refused before it is inflated; the bytes read
@@ -387,6 +390,21 @@ class _Unpacker:
     def __init__(self, book: zipfile.ZipFile, path: Path, limits: Limits) -> None:
         self.book, self.path, self.limits = book, path, limits
         self.left = limits.unpacked_bytes
+
+    def package(self, name: str) -> ElementTree.Element:
+        """A package file (container.xml, the OPF, encryption.xml) parsed, if it holds at
+        most ``MAX_PACKAGE_BYTES``: ElementTree builds its whole tree, tens of bytes of
+        memory per byte of XML, and these files list a book's parts in kilobytes."""
+        info = self.book.getinfo(name)
+        if info.file_size > MAX_PACKAGE_BYTES:
+            raise InputError(
+                f"{self.path}: refused: its package file {name} is over "
+                f"{MAX_PACKAGE_BYTES >> 20} MiB (a book's are kilobytes)"
+            )
+        data = self.read(name)
+        if len(data) > MAX_PACKAGE_BYTES:  # a header that understates its entry
+            raise InputError(f"{self.path}: refused: its package file {name} is over its size")
+        return ElementTree.fromstring(data)
 
     def read(self, name: str) -> bytes:
         info = self.book.getinfo(name)
@@ -447,12 +465,12 @@ def epub_text(path: Path, data: bytes, *, limits: Limits = _DEFAULT) -> str:
 
 def _spine(book: _Unpacker) -> list[str]:
     """Archive names of the documents in reading order, from the package (OPF) file."""
-    container = ElementTree.fromstring(book.read("META-INF/container.xml"))
+    container = book.package("META-INF/container.xml")
     rootfile = container.find(".//c:rootfile", _NS)
     if rootfile is None or not rootfile.get("full-path"):
         raise ValueError("container.xml names no package file")
     opf_path = rootfile.get("full-path", "")
-    package = ElementTree.fromstring(book.read(opf_path))
+    package = book.package(opf_path)
     folder = posixpath.dirname(opf_path)
     manifest = {
         item.get("id"): posixpath.normpath(posixpath.join(folder, unquote(item.get("href", ""))))
@@ -469,7 +487,7 @@ def _spine(book: _Unpacker) -> list[str]:
 def _encrypted(book: _Unpacker) -> set[str]:
     """Archive names encrypted per META-INF/encryption.xml (fonts often are, harmlessly)."""
     try:
-        listing = ElementTree.fromstring(book.read("META-INF/encryption.xml"))
+        listing = book.package("META-INF/encryption.xml")
     except KeyError:
         return set()
     return {

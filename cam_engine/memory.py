@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -381,8 +381,15 @@ class Memory:
         document would run the whole hierarchy update once per paragraph. A document
         the memory holds is updated to the text given, as in ``ingest``.
         """
+        limits = self.limits
+
+        def checked() -> Iterator[tuple[str, str]]:  # each refused as ingest_text's is
+            for doc_id, text in documents:
+                check_text(text, doc_id, limits)
+                yield doc_id, text
+
         return self._pipeline().ingest_documents(
-            documents, batch_size=batch_size, on_batch=on_batch
+            checked(), batch_size=batch_size, on_batch=on_batch
         )
 
     def delete_document(self, doc_id: str) -> BatchReport:
@@ -658,7 +665,7 @@ class Memory:
     def ids_like(self, node_id: str, limit: int = 5) -> list[str]:
         """Ids to suggest for a node id that is not in the memory: those it begins,
         else a few of the same level (summary ids have gaps, chunk ids carry a hash)."""
-        summary = re.match(r"^s(\d+)-", node_id)
+        summary = re.match(r"^s(\d{1,4})-", node_id)  # no level has more digits
         level = int(summary.group(1)) if summary else 0
         ids = sorted(n.id for n in self.store.nodes_at_level(level))
         starting = [i for i in ids if i.startswith(node_id)]
@@ -686,6 +693,15 @@ def check_text(text: str, document: str, limits: Limits) -> None:
         )
     if "\x00" in text:
         raise InputError(f"document {document!r}: looks binary (NUL bytes), not a text document")
+    surrogate = _SURROGATE.search(text)
+    if surrogate is not None:  # no UTF-8 for it: the store could not hold the text
+        raise InputError(
+            f"document {document!r}: not valid Unicode (a lone surrogate at character "
+            f"{surrogate.start():,})"
+        )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _documents_like(doc_id: str, known: Sequence[str], limit: int = 10) -> str:

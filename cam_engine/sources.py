@@ -46,6 +46,23 @@ API_OPTIONS = OptionNames()
 CLI_OPTIONS = OptionNames(flags=True)
 
 
+# A document id is stored on every node of the document, and printed in every
+# citation: ids are names (a path inside a folder at most), never text.
+MAX_DOCUMENT_ID_CHARS = 1024
+
+
+def check_document_id(doc_id: str) -> str:
+    """``doc_id`` if it can name a document; one-line InputError otherwise."""
+    if not doc_id.strip():
+        raise InputError("the document id is empty: name the document")
+    if len(doc_id) > MAX_DOCUMENT_ID_CHARS:
+        raise InputError(
+            f"document id {doc_id[:40]!r}...: {len(doc_id):,} characters; an id names a "
+            f"document in at most {MAX_DOCUMENT_ID_CHARS:,}"
+        )
+    return doc_id
+
+
 @dataclass(frozen=True)
 class Source:
     """One document to ingest: a file, or stdin (``path`` is None)."""
@@ -98,6 +115,9 @@ def expand_paths(
                 )
             except OSError as exc:
                 yield InputError(f"{raw}: cannot read the folder ({exc})", raw)
+                continue
+            except RecursionError:  # pathlib walks a tree recursively
+                yield InputError(f"{raw}: the folder is nested too deep to walk", raw)
                 continue
             if not files:
                 yield InputError(f"{raw}: folder has no files", raw)
@@ -270,14 +290,19 @@ def text_hash(text: str) -> str:
 
 
 def check_encoding(encoding: str, options: OptionNames = API_OPTIONS) -> str:
-    """The codec's canonical name; ConfigError for one Python does not know."""
+    """The codec's canonical name; ConfigError for one Python does not know, or one
+    that does not turn bytes into text (rot13, zlib_codec, hex_codec)."""
     try:
-        return codecs.lookup(encoding).name
+        codec = codecs.lookup(encoding)
     except LookupError:
+        codec = None
+    # CPython marks its bytes-to-bytes and str-to-str codecs as not text encodings.
+    if codec is None or not getattr(codec, "_is_text_encoding", True):
         raise ConfigError(
             f"{options.name('encoding')} {encoding!r}: unknown text encoding "
             "(give a codec name such as utf-8, latin-1 or cp1252)"
-        ) from None
+        )
+    return codec.name
 
 
 def read_text(path: Path, *, limits: Limits = _DEFAULT) -> tuple[str, str]:

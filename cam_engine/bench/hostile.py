@@ -621,6 +621,45 @@ def slow_connections(folder: Path, timeout: float) -> Outcome:
     return outcome
 
 
+def held_streams(folder: Path, timeout: float) -> Outcome:
+    streams, sessions = 150, 2000
+    outcome = Outcome(
+        "held-streams",
+        f"{streams} event streams (GET /mcp) held open and {sessions:,} sessions initialized, "
+        "then one normal client",
+    )
+    server = Server(folder, "127.0.0.1")
+    held: list[socket.socket] = []
+    started = time.perf_counter()
+    try:
+        server.wait_listening()
+        for _ in range(streams):
+            stream = socket.create_connection((server.host, server.port), timeout=5)
+            stream.sendall(
+                b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: text/event-stream\r\n\r\n"
+                % server.port
+            )
+            held.append(stream)
+        statuses = [raw_post(server.host, server.port, {}) for _ in range(sessions)]
+        asked = time.perf_counter()
+        (reply,) = call_tools(server.url, [("memories", {})])
+        waited = time.perf_counter() - asked
+    finally:
+        for stream in held:
+            stream.close()
+        _, peak = server.stop()
+    outcome.seconds = round(time.perf_counter() - started, 2)
+    outcome.peak_mib = round(peak, 1)
+    accepted = sum(1 for status in statuses if status == 200)
+    outcome.figures = {"sessions_answered": accepted, "client_seconds": round(waited, 2)}
+    outcome.happened = (
+        f"{accepted:,} of {sessions:,} initializations answered; the client "
+        f"{'answered' if not reply.is_error else 'FAILED'} in {waited:.1f} s"
+    )
+    outcome.held = not reply.is_error and accepted == sessions
+    return outcome
+
+
 def big_arguments(folder: Path, timeout: float) -> Outcome:
     size = 3 * MIB + MIB // 2  # under the MCP SDK's 4 MiB cap on a request's body over HTTP
     outcome = Outcome(
@@ -846,6 +885,7 @@ CASES: dict[str, Callable[[Path, float], Outcome]] = {
     "non-utf8-name": non_utf8_name,
     "host-origin": host_origin,
     "slow-connections": slow_connections,
+    "held-streams": held_streams,
     "big-arguments": big_arguments,
     "symlink-swap": symlink_swap,
     "sigterm-busy": sigterm_busy,

@@ -41,6 +41,7 @@ from cam_engine.sources import (
     DocumentText,
     OptionNames,
     Source,
+    check_document_id,
     check_encoding,
     clean_text,
     encoding_hint,
@@ -143,6 +144,7 @@ class IngestPipeline:
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
         check_batch_size(batch_size)
+        check_document_id(document)
         text = clean_text(text)
         if not text.strip():
             raise InputError(f"document {document!r} is empty")
@@ -173,6 +175,7 @@ class IngestPipeline:
         # Chunked up front: an empty document is refused before anything is written,
         # and the chunks already stored are known before any is embedded.
         for doc_id, raw in documents:
+            check_document_id(doc_id)
             text = clean_text(raw)
             if not text.strip():
                 raise InputError(f"document {doc_id!r} is empty")
@@ -197,6 +200,7 @@ class IngestPipeline:
         encoding: str = UTF8,
         allow: AllowedRoots | None = None,
     ) -> None:
+        check_document_id(source.doc_id)
         budget = self.settings.chunk_tokens
         if source.path is None:
             blocks = _stdin(encoding) if stdin is None else _blocks(stdin)

@@ -115,6 +115,35 @@ class BearerToken:
         return scheme.lower() == b"bearer" and matches
 
 
+class NoEventStream:
+    """ASGI middleware: GET, which opens a stream for messages the server starts, is
+    answered 405, as the MCP spec allows a server that sends none (cam answers calls,
+    it never starts a message). Such a stream stays open as long as its client likes
+    and counts as a request under way, so a hundred of them would hold every
+    connection the server allows."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        body = b"this server sends no stream: POST calls to it\n"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 405,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"allow", b"POST, DELETE"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
 def log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The event loop's errors in one line each (``QuietRepeats`` keeps one per
     interval): asyncio reports an exhausted resource on accept (EMFILE) at every retry,
@@ -297,9 +326,17 @@ class _Uvicorn(uvicorn.Server):
 
 def http_app(server: MCPServer[Any], settings: HttpSettings) -> ASGIApp:
     """The streamable HTTP app at /mcp, with the Host, Origin and token checks."""
+    # Stateless, with JSON replies: every tool is one request and its answer, so the
+    # server keeps no session per client and holds no event stream open for one (a
+    # client opening thousands of sessions, or a hundred GET streams, would otherwise
+    # hold memory for 30 minutes each, or every connection the server allows).
     app: ASGIApp = server.streamable_http_app(
-        transport_security=security(settings), host=settings.host
+        transport_security=security(settings),
+        host=settings.host,
+        stateless_http=True,
+        json_response=True,
     )
+    app = NoEventStream(app)
     return BearerToken(app, settings.token) if settings.token else app
 
 

@@ -32,6 +32,9 @@ from cam_engine.serve.tools import MemoryTools, describe, one_line
 logger = logging.getLogger(__name__)
 
 TOP_URI = "cam://memory/{name}/top"
+# A batch's covering level compares its roots pairwise (graph/hierarchy.py): a client's
+# batch of 100,000 chunks would be gigabytes of matrices. 1,024 is 16 default batches.
+MAX_BATCH_SIZE = 1024
 
 
 class _Server(MCPServer[Any]):
@@ -102,7 +105,9 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
                 "Evidence names it.",
             ),
         ],
-        batch_size: Annotated[int, Field(ge=1, le=100_000, description="Chunks per batch.")] = 64,
+        batch_size: Annotated[
+            int, Field(ge=1, le=MAX_BATCH_SIZE, description="Chunks per batch.")
+        ] = 64,
     ) -> dict[str, Any]:
         """Add one document, given as text, to the memory.
 
@@ -138,7 +143,9 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
                 "files are named by their path inside it)."
             ),
         ] = None,
-        batch_size: Annotated[int, Field(ge=1, le=100_000, description="Chunks per batch.")] = 64,
+        batch_size: Annotated[
+            int, Field(ge=1, le=MAX_BATCH_SIZE, description="Chunks per batch.")
+        ] = 64,
         encoding: Annotated[
             str,
             Field(

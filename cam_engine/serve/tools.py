@@ -38,7 +38,7 @@ from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.memory import Memory, check_text, memories_in
 from cam_engine.retrieval.strategies import DEFAULT, strategy_named
 from cam_engine.serve.readers import ReaderPool, SerialEmbedder
-from cam_engine.sources import AllowedRoots
+from cam_engine.sources import AllowedRoots, check_document_id
 
 logger = logging.getLogger(__name__)
 
@@ -228,9 +228,8 @@ class MemoryTools:
 
     # --- tools -----------------------------------------------------------------------------
     def ingest_text(self, text: str, document: str, *, batch_size: int = 64) -> dict[str, Any]:
-        if not document.strip():
-            raise InputError("the document id is empty: name the document")
-        check_text(text, document, self.env.limits)  # before waiting for the ingest lock
+        check_document_id(document)  # these before waiting for the ingest lock
+        check_text(text, document, self.env.limits)
 
         def work() -> dict[str, Any]:
             memory = self._writable()
@@ -313,13 +312,18 @@ class MemoryTools:
                 f"{path}: outside the folders this server may read ({roots}); use a path "
                 "under one of them, or restart the server with another --allow"
             )
-        if target.is_dir():
-            for file in _folder_files(target):
-                if not self.allow.permits(file.resolve()):
-                    raise InputError(
-                        f"{path}: {file.relative_to(target)} links outside the folders this "
-                        f"server may read ({roots})"
-                    )
+        try:
+            if target.is_dir():
+                for file in _folder_files(target):
+                    if not self.allow.permits(file.resolve()):
+                        raise InputError(
+                            f"{path}: {file.relative_to(target)} links outside the folders "
+                            f"this server may read ({roots})"
+                        )
+        except OSError as exc:  # a name too long, a folder that cannot be listed
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        except RecursionError:  # pathlib walks a tree recursively
+            raise InputError(f"{path}: the folder is nested too deep to walk") from None
         return target
 
     def ask(
