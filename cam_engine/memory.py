@@ -24,7 +24,7 @@ from cam_engine.config import (
     Settings,
     validate_memory_name,
 )
-from cam_engine.embed import Embedder, embedding_device, load_embedder
+from cam_engine.embed import Embedder, embedding_device, load_embedder, model_name
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
@@ -197,7 +197,11 @@ class Memory:
             graph = store
         # Settings that leave the model at its default take it from the embedder given,
         # else from CAM_EMBED_MODEL, for a new memory and when compared with a stored one.
+        # A model named as load_embedder will name it (``hashing`` is ``hashing:384``).
         model = embedder.name if embedder is not None else env.embed_model
+        model = model_name(model) if model else model
+        if settings is not None:
+            settings = replace(settings, embed_model=model_name(settings.embed_model))
         if settings is not None and model and settings.embed_model == DEFAULT_EMBED_MODEL:
             settings = replace(settings, embed_model=model)
         stored = graph.load_settings()

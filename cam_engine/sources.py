@@ -81,8 +81,10 @@ def expand_paths(
     document: str | None = None,
     document_prefix: str | None = None,
     options: OptionNames = API_OPTIONS,
+    max_files: int = _DEFAULT.folder_files,
 ) -> Iterator[Source | InputError]:
     """Sources for the given paths; folders give their files (sorted, hidden ones skipped).
+    A folder of more than ``max_files`` files is one error, before any file is read.
 
     A file's document id is its name, or its path inside the folder it was found in,
     so two runs over the same tree name documents the same way. ``document_prefix``
@@ -107,12 +109,10 @@ def expand_paths(
         path = Path(raw)
         if path.is_dir():
             try:
-                files = sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file()
-                    and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                )
+                files = sorted(folder_files(path, max_files))
+            except InputError as exc:
+                yield InputError(str(exc), raw)
+                continue
             except OSError as exc:
                 yield InputError(f"{raw}: cannot read the folder ({exc})", raw)
                 continue
@@ -141,6 +141,20 @@ def _unnamed(path: Path) -> InputError | None:
             f"{shown}: the file name is not valid UTF-8 (rename the file to ingest it)", shown
         )
     return None
+
+
+def folder_files(folder: Path, max_files: int = _DEFAULT.folder_files) -> Iterator[Path]:
+    """The files under ``folder`` that ``cam ingest FOLDER`` reads (hidden ones skipped);
+    a refusal once there are more than ``max_files``, before the walk goes further."""
+    count = 0
+    for path in folder.rglob("*"):
+        if path.is_file() and not any(
+            part.startswith(".") for part in path.relative_to(folder).parts
+        ):
+            count += 1
+            if count > max_files:
+                raise refusal(f"{folder}: more files than that", "folder_files", max_files)
+            yield path
 
 
 def _prefix(

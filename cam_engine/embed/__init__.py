@@ -6,7 +6,14 @@ from cam_engine.config import Environment
 from cam_engine.embed.base import Embedder
 from cam_engine.embed.hashing import HashingEmbedder
 
-__all__ = ["Embedder", "HashingEmbedder", "embedding_device", "load_embedder"]
+__all__ = ["Embedder", "HashingEmbedder", "embedding_device", "load_embedder", "model_name"]
+HASHING_DIM = 384  # the hashing embedder's size when its name gives none
+
+
+def model_name(model: str) -> str:
+    """The name the embedder ``load_embedder(model)`` gives will carry: ``hashing`` is
+    ``hashing:384``; every other name is its own."""
+    return f"hashing:{HASHING_DIM}" if model == "hashing" else model
 
 
 def embedding_device(embedder: Embedder) -> str:
@@ -35,7 +42,7 @@ def load_embedder(
     dimension a memory recorded: an API that now returns another is an error."""
     if model.startswith("hashing"):
         _, _, size = model.partition(":")
-        return HashingEmbedder(dim=int(size) if size else 384)
+        return HashingEmbedder(dim=int(size) if size else HASHING_DIM)
     if model.startswith("openai:"):
         from cam_engine.embed.openai_compat import OpenAICompatibleEmbedder
 

@@ -114,6 +114,7 @@ class IngestPipeline:
                 document=document,
                 document_prefix=document_prefix,
                 options=self.options,
+                max_files=self.limits.folder_files,
             ),
             self.options,
         )

@@ -38,7 +38,7 @@ from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.memory import Memory, check_text, memories_in
 from cam_engine.retrieval.strategies import DEFAULT, strategy_named
 from cam_engine.serve.readers import ReaderPool, SerialEmbedder
-from cam_engine.sources import AllowedRoots, check_document_id
+from cam_engine.sources import AllowedRoots, check_document_id, folder_files
 
 logger = logging.getLogger(__name__)
 
@@ -314,7 +314,7 @@ class MemoryTools:
             )
         try:
             if target.is_dir():
-                for file in _folder_files(target):
+                for file in folder_files(target, self.env.limits.folder_files):
                     if not self.allow.permits(file.resolve()):
                         raise InputError(
                             f"{path}: {file.relative_to(target)} links outside the folders "
@@ -434,15 +434,6 @@ def _root(path: str | Path) -> Path:
     if not resolved.exists():
         raise ConfigError(f"--allow {path}: no such file or folder")
     return resolved
-
-
-def _folder_files(folder: Path) -> list[Path]:
-    """The files ``cam ingest FOLDER`` reads (sources.expand_paths): hidden ones skipped."""
-    return [
-        p
-        for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    ]
 
 
 def _ingest_report(memory: Memory, report: IngestReport, seconds: float) -> dict[str, Any]:

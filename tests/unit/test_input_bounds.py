@@ -18,6 +18,7 @@ from cam_engine.config import Environment
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.formats import MAX_PACKAGE_BYTES, epub_text
 from cam_engine.serve.http import NoEventStream
+from cam_engine.serve.tools import MemoryTools
 from cam_engine.sources import MAX_DOCUMENT_ID_CHARS, check_encoding
 from tests.unit.test_mcp_server import error, serve, tools_for
 
@@ -94,14 +95,23 @@ def test_codecs_that_do_not_make_text_are_unknown_encodings() -> None:
 
 def test_a_folder_nested_past_python_recursion_is_one_error(tmp_path: Path) -> None:
     deep = folder = tmp_path / "deep"
+    levels = [folder]
     folder.mkdir()
     for _ in range(1100):  # one by one: os.makedirs itself recurses
         folder = folder / "a"
         folder.mkdir()
+        levels.append(folder)
     (folder / "n.txt").write_text(TEXT)
-    with _memory(tmp_path) as memory:
-        report = memory.ingest([deep])
-    assert [e.message for e in report.errors] == [f"{deep}: the folder is nested too deep to walk"]
+    try:
+        with _memory(tmp_path) as memory:
+            report = memory.ingest([deep])
+        assert [e.message for e in report.errors] == [
+            f"{deep}: the folder is nested too deep to walk"
+        ]
+    finally:  # removed here, bottom up: pytest's cleanup (shutil.rmtree) recurses too
+        (folder / "n.txt").unlink()
+        for level in reversed(levels):
+            level.rmdir()
 
 
 def test_mcp_refuses_huge_batches_long_ids_and_odd_node_ids(tmp_path: Path) -> None:
@@ -142,3 +152,38 @@ def test_a_get_is_answered_405_not_held_open() -> None:
 
     anyio.run(main)
     assert sent[0]["status"] == 405 and reached == ["app"]
+
+
+def test_a_folder_of_more_files_than_the_limit_is_refused_before_any_is_read(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(6):
+        (notes / f"n{i}.txt").write_text(f"Note {i} about the harbour.\n")
+    (notes / ".hidden").mkdir()
+    for i in range(10):  # hidden files are not read, and not counted
+        (notes / ".hidden" / f"h{i}.txt").write_text("hidden")
+    with _memory(tmp_path, CAM_MAX_FOLDER_FILES="5") as memory:
+        report = memory.ingest([notes])
+        assert [e.message for e in report.errors] == [
+            f"{notes}: more files than that: refused, over the limit of 5 files in a folder "
+            "(raise it with CAM_MAX_FOLDER_FILES)"
+        ]
+        assert memory.documents() == []
+    with _memory(tmp_path, CAM_MAX_FOLDER_FILES="6") as memory:
+        assert not memory.ingest([notes]).errors
+        assert len(memory.documents()) == 6
+
+    async def scenario(client: Client) -> None:
+        text = error(await client.call_tool("ingest_file", {"path": str(notes)}))
+        assert text.endswith("(raise it with CAM_MAX_FOLDER_FILES)")
+
+    env = Environment.from_env(
+        {
+            "CAM_STORE": str(tmp_path / "s.db"),
+            "CAM_EMBED_MODEL": "hashing:64",
+            "CAM_MAX_FOLDER_FILES": "5",
+        }
+    )
+    serve(MemoryTools(None, "m", environment=env, allow=[notes]), scenario)

@@ -166,3 +166,16 @@ def test_ingest_names_a_folders_documents_with_a_prefix(tmp_path: Path) -> None:
         with pytest.raises(InputError, match=r"would both be document 'gap\.txt'"):
             memory.ingest([folder, text_file(tmp_path)])
         assert [d.id for d in memory.documents()] == ["pg/gap.txt"]
+
+
+def test_the_hashing_model_named_without_its_size_opens_and_reopens(tmp_path: Path) -> None:
+    env = Environment.from_env({"CAM_EMBED_MODEL": "hashing", "CAM_STORE": str(tmp_path / "m.db")})
+    with Memory.open(environment=env) as memory:
+        memory.ingest_text("A note about whales and the sea.", "note")
+        assert memory.settings.embed_model == "hashing:384"
+    with Memory.open(environment=env, create=False) as memory:
+        assert [d.id for d in memory.documents()] == ["note"]
+    with Memory.open(
+        tmp_path / "n.db", settings=Settings(embed_model="hashing"), environment=env
+    ) as memory:
+        assert memory.embedder.name == memory.settings.embed_model == "hashing:384"
