@@ -216,9 +216,9 @@ def refused_in_one_line(run: Run) -> bool:
 # --- the readers ----------------------------------------------------------------------------
 
 
-def ingest(folder: Path, path: Path, timeout: float, *args: str) -> Run:
-    """``cam ingest PATH`` into a fresh memory in ``folder``."""
-    command = cam("ingest", str(path), "--store", str(folder / "m.db"), *args)
+def ingest(folder: Path, path: Path, timeout: float) -> Run:
+    """``cam ingest PATH`` into a fresh memory, ``folder``/m.db."""
+    command = cam("ingest", str(path), "--store", str(folder / "m.db"))
     return measured(command, bench_env(folder), timeout=timeout)
 
 
@@ -235,14 +235,7 @@ def epub_paragraphs(folder: Path, timeout: float) -> Outcome:
         "epub-paragraphs",
         f"`cam ingest` an EPUB of {book.stat().st_size // 1024} KB holding 250 MiB of <p>a</p>",
     )
-    run = measured(
-        cam("ingest", str(book), "--store", str(folder / "m.db")),
-        bench_env(folder),
-        timeout=timeout,
-    )
-    outcome.happened = run.last_error if run.returncode else "ingested"
-    outcome.held = run.returncode == 0 or refused_in_one_line(run)
-    return from_run(outcome, run)
+    return read_or_refuse(outcome, ingest(folder, book, timeout))
 
 
 def html_nested(folder: Path, timeout: float) -> Outcome:
@@ -252,14 +245,7 @@ def html_nested(folder: Path, timeout: float) -> Outcome:
         "html-nested",
         f"`cam ingest` HTML of {depth:,} nested divs ({page.stat().st_size // 1024} KB)",
     )
-    run = measured(
-        cam("ingest", str(page), "--store", str(folder / "m.db")),
-        bench_env(folder),
-        timeout=timeout,
-    )
-    outcome.happened = run.last_error if run.returncode else "ingested"
-    outcome.held = run.returncode == 0 or refused_in_one_line(run)
-    return from_run(outcome, run)
+    return read_or_refuse(outcome, ingest(folder, page, timeout))
 
 
 def pdf_shared_stream(folder: Path, timeout: float) -> Outcome:
@@ -269,12 +255,7 @@ def pdf_shared_stream(folder: Path, timeout: float) -> Outcome:
         f"`cam ingest` a {pdf.stat().st_size // 1024} KB PDF: 1,000 pages drawing one 2 MB "
         "content stream",
     )
-    run = measured(
-        cam("ingest", str(pdf), "--store", str(folder / "m.db")), bench_env(folder), timeout=timeout
-    )
-    outcome.happened = run.last_error if run.returncode else "ingested"
-    outcome.held = run.returncode == 0 or refused_in_one_line(run)
-    return from_run(outcome, run)
+    return read_or_refuse(outcome, ingest(folder, pdf, timeout))
 
 
 def punctuation(folder: Path, timeout: float) -> Outcome:
@@ -284,9 +265,7 @@ def punctuation(folder: Path, timeout: float) -> Outcome:
     outcome = Outcome(
         "punctuation", f"`cam ingest` {size // MIB} MB of punctuation without white space"
     )
-    run = measured(
-        cam("ingest", str(text), "--store", str(store)), bench_env(folder), timeout=timeout
-    )
+    run = ingest(folder, text, timeout)
     if run.returncode == 0:
         lengths = chunk_lengths(store)
         outcome.figures = {"chunks": len(lengths), "longest_chunk_chars": max(lengths)}
@@ -325,9 +304,7 @@ def embed_huge_text(folder: Path, timeout: float) -> Outcome:
 def huge_file(folder: Path, timeout: float) -> Outcome:
     big = inputs.sparse_file(folder / "big.txt", 3 << 30)
     outcome = Outcome("huge-file", "`cam ingest` a 3 GB file (sparse, all NULs)")
-    run = measured(
-        cam("ingest", str(big), "--store", str(folder / "m.db")), bench_env(folder), timeout=timeout
-    )
+    run = ingest(folder, big, timeout)
     outcome.happened = run.last_error if run.returncode else "ingested"
     outcome.held = refused_in_one_line(run)
     return from_run(outcome, run)
@@ -379,9 +356,7 @@ def non_utf8_name(folder: Path, timeout: float) -> Outcome:
         odd.write(b"A file whose name is latin-1, about coffee.\n")
     store = folder / "m.db"
     outcome = Outcome("non-utf8-name", "`cam ingest FOLDER` holding a file name not in UTF-8")
-    run = measured(
-        cam("ingest", str(docs), "--store", str(store)), bench_env(folder), timeout=timeout
-    )
+    run = ingest(folder, docs, timeout)
     if "Traceback" in run.stderr:
         outcome.happened = "traceback"
     else:

@@ -78,6 +78,19 @@ def security(settings: HttpSettings) -> TransportSecuritySettings:
     )
 
 
+async def plain_response(
+    send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]
+) -> None:
+    """Answer an ASGI HTTP request with ``status`` and a short plain-text ``body``."""
+    start = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        *headers,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": start})
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerToken:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer TOKEN``,
     compared in constant time; 401 otherwise. The token is never logged."""
@@ -90,19 +103,12 @@ class BearerToken:
         if scope["type"] != "http" or self._authorized(scope):
             await self.app(scope, receive, send)
             return
-        body = b"missing or wrong bearer token (Authorization: Bearer TOKEN)\n"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="cam"'),
-                ],
-            }
+        await plain_response(
+            send,
+            401,
+            b"missing or wrong bearer token (Authorization: Bearer TOKEN)\n",
+            (b"www-authenticate", b'Bearer realm="cam"'),
         )
-        await send({"type": "http.response.body", "body": body})
 
     def _authorized(self, scope: Scope) -> bool:
         given = [v for k, v in scope["headers"] if k == b"authorization"]
@@ -130,18 +136,7 @@ class NoEventStream:
             await self.app(scope, receive, send)
             return
         body = b"this server sends no stream: POST calls to it\n"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 405,
-                "headers": [
-                    (b"content-type", b"text/plain; charset=utf-8"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"allow", b"POST, DELETE"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await plain_response(send, 405, body, (b"allow", b"POST, DELETE"))
 
 
 def log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
