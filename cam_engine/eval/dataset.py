@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cam_engine.conversation import Conversation
 from cam_engine.errors import InputError
 
 KIND_SHORT = "short"  # span answers, scored by exact match and token F1
@@ -44,6 +45,10 @@ class EvalDocument:
     id: str
     text: str
     title: str | None = None
+    # A conversation's turns and sessions: the memory is built from them as `cam ingest`
+    # builds it from a transcript (whole turns per chunk, dated sessions); ``text`` is
+    # their plain rendering, where gold turns are looked up.
+    conversation: Conversation | None = None
 
 
 @dataclass(frozen=True)
