@@ -58,7 +58,7 @@ def detect(path: Path, data: bytes) -> Format:
     PDF is read as one: as text it could only fail as binary). A ``.pdf`` or ``.epub``
     name without that signature is refused by its reader, naming the file. Otherwise
     the extension decides: ``.txt`` and ``.md`` stay text even when they hold markup.
-    A ``.jsonl`` file whose first line is a turn (``speaker`` and ``text``), or a
+    A ``.jsonl`` file whose first line is a turn (an object with a ``speaker``), or a
     ``.json`` file with LoCoMo's ``session_N`` lists, is a conversation
     (``conversation.py``). A file with another or no extension is HTML when it starts
     like an HTML page, text otherwise.

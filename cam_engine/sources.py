@@ -275,7 +275,10 @@ def load_document(
     kind = file_format or formats.detect(path, data)
     if kind == "conversation":
         talk = read_conversation(path, _decode(path, data, encoding, options))
-        return DocumentText(talk.plain_text(), hashlib.sha256(data).hexdigest(), conversation=talk)
+        text = talk.plain_text()
+        if len(text) > limits.text_chars:
+            raise refusal(f"{path}: more text than that", "text_chars", limits.text_chars)
+        return DocumentText(text, hashlib.sha256(data).hexdigest(), conversation=talk)
     starts: list[tuple[int, int]] = []
     if kind == "pdf":
         pages = formats.pdf_pages(path, data, limits=limits)

@@ -4,6 +4,7 @@ the turn-keeping chunker, and `cam ingest` + `cam ask` of a transcript."""
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from cam_engine.conversation import (
 )
 from cam_engine.errors import InputError
 from cam_engine.formats import detect
+from cam_engine.limits import Limits
 from cam_engine.sources import load_document
 from cam_engine.turn_chunking import _Pack, chunk_conversation, pack_turns
 
@@ -80,6 +82,12 @@ def test_a_bad_turn_is_one_line_naming_its_line(tmp_path: Path, line: str, error
     assert message.startswith(f"{path}: {error}") and "\n" not in message
 
 
+def test_a_conversation_is_held_to_the_text_limit(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "chat.jsonl", CHAT)
+    with pytest.raises(InputError, match=r"refused, over the limit of .* CAM_MAX_TEXT_MB"):
+        load_document(path, limits=Limits(text_chars=100))
+
+
 def test_locomo_layout_one_conversation_per_file(tmp_path: Path) -> None:
     conversation = {
         "speaker_a": "Ann",
@@ -109,6 +117,7 @@ def test_format_is_detected_from_extension_and_first_turn(tmp_path: Path) -> Non
     assert detect(Path("chat.jsonl"), turns) == "conversation"
     assert detect(Path("chat.txt"), turns) == "text"  # the extension says text
     assert detect(Path("rows.jsonl"), b'{"id": 1, "value": 2}\n') == "text"
+    assert detect(Path("bad.jsonl"), b'{"speaker": "A"}\n') == "conversation"  # then refused
     assert detect(Path("conv.json"), b'{"speaker_a": "A", "session_1": [') == "conversation"
     assert detect(Path("other.json"), b'{"session": 1}') == "text"
     # --format conversation reads a file of turns whatever its name
@@ -119,9 +128,9 @@ def test_format_is_detected_from_extension_and_first_turn(tmp_path: Path) -> Non
 
 
 def test_session_headers_write_the_date_as_questions_do() -> None:
-    assert parse_date("1:56 pm on 8 May, 2023").isoformat() == "2023-05-08"  # type: ignore[union-attr]
-    assert parse_date("May 8th, 2023").isoformat() == "2023-05-08"  # type: ignore[union-attr]
-    assert parse_date("2023-05-08T13:56:00+02:00").isoformat() == "2023-05-08"  # type: ignore[union-attr]
+    assert parse_date("1:56 pm on 8 May, 2023") == date(2023, 5, 8)
+    assert parse_date("May 8th, 2023") == date(2023, 5, 8)
+    assert parse_date("2023-05-08T13:56:00+02:00") == date(2023, 5, 8)
     assert parse_date("some day") is None
     header = session_header(Session("3", "1:56 pm on 8 May, 2023", ()))
     assert header == "[Session 3 · 8 May 2023 · Monday, May 8, 2023 · 2023-05-08]"
