@@ -374,11 +374,13 @@ def load_locomo(path: str | Path, limit: int | None = None) -> EvalSet:
     (``26``) is the conversation id. PATH may be either file, that zip as shipped, or a
     folder of the per-conversation files (read in numeric order).
 
-    The document is each session in order, a ``Session N (date)`` line then its turns as
-    ``"Speaker: text"`` (a shared image adds ``[shared image: caption]``), all joined by
-    blank lines. Gold = the turns named in ``evidence`` (ids that name no turn, a known
-    LoCoMo annotation slip, are skipped). Questions without an ``answer`` (adversarial
-    category 5) are skipped; integer answers become strings.
+    The document is its conversation (``EvalDocument.conversation``), ingested as `cam
+    ingest` reads a transcript (``turn_chunking``: whole turns per chunk, each session
+    from a new chunk under its dated header); its text is the sessions in order, each a
+    header line then its turns as ``"Speaker: text"`` (a shared image adds ``[shared
+    image: caption]``). Gold = the lines of the turns named in ``evidence`` (ids that
+    name no turn, a known LoCoMo annotation slip, are skipped). Questions without an
+    ``answer`` (adversarial category 5) are skipped; integer answers become strings.
     """
     _check_limit(limit)
     path = Path(path)
