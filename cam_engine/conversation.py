@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -169,14 +169,26 @@ def looks_like_locomo(data: bytes) -> bool:
 
 def read_turns_jsonl(path: Path, text: str) -> Conversation:
     """The conversation of a JSONL file of turns; InputError naming the line of a bad one."""
+    rows = (
+        (f"{path}: line {number}", _json_line(f"{path}: line {number}", line))
+        for number, line in enumerate(text.splitlines(), start=1)
+        if line.strip()
+    )
+    talk = conversation_of_turns(rows)
+    if not talk.sessions:
+        raise InputError(f"{path}: no turns (expected one JSON object per line: speaker, text)")
+    return talk
+
+
+def conversation_of_turns(rows: Iterable[tuple[str, object]]) -> Conversation:
+    """The conversation of turn objects ``{speaker, text, time, session}``, each given
+    with where it was read (``chat.jsonl: line 7``), which its refusal names."""
     sessions: list[Session] = []
     turns: list[Turn] = []
     key: object = None  # what the current session is told apart by
     name, when = "", None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        turn, session, time = _jsonl_turn(path, number, line)
+    for where, row in rows:
+        turn, session, time = _turn_row(where, row)
         this = session if session is not None else (time.date() if time else key)
         if turns and this != key:
             sessions.append(Session(name, when, tuple(turns)))
@@ -190,18 +202,18 @@ def read_turns_jsonl(path: Path, text: str) -> Conversation:
             when = time.isoformat()
     if turns:
         sessions.append(Session(name, when, tuple(turns)))
-    if not sessions:
-        raise InputError(f"{path}: no turns (expected one JSON object per line: speaker, text)")
     return Conversation(tuple(sessions))
 
 
-def _jsonl_turn(path: Path, number: int, line: str) -> tuple[Turn, str | None, datetime | None]:
-    where = f"{path}: line {number}"
+def _json_line(where: str, line: str) -> object:
     try:
-        row = json.loads(line)
+        return json.loads(line)
     except (ValueError, RecursionError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
         raise InputError(f"{where}: not JSON ({reason})") from None
+
+
+def _turn_row(where: str, row: object) -> tuple[Turn, str | None, datetime | None]:
     if not isinstance(row, dict):
         raise InputError(f"{where}: expected a JSON object with speaker and text")
     turn = _turn(where, row)

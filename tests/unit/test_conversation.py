@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cam_engine import Memory
 from cam_engine.chunking import char_cap, count_tokens
 from cam_engine.cli.main import cli
 from cam_engine.conversation import (
@@ -22,7 +23,9 @@ from cam_engine.conversation import (
     read_conversation,
     session_header,
 )
+from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import InputError
+from cam_engine.eval.dataset import load_jsonl
 from cam_engine.formats import detect
 from cam_engine.limits import Limits
 from cam_engine.sources import load_document
@@ -243,3 +246,30 @@ def test_a_bad_turn_is_reported_and_the_file_skipped(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["ingest", str(path)], env=env)
     assert result.exit_code == 1
     assert f"error: {path}: line 2: speaker must be a non-empty string" in result.output
+
+
+def test_eval_documents_of_turns_are_built_as_conversations(tmp_path: Path) -> None:
+    rows = [
+        {"type": "document", "id": "c1", "turns": CHAT},
+        {
+            "type": "question",
+            "id": "q1",
+            "question": "What did Caroline say about adoption in May 2023?",
+            "answers": ["adoption agencies"],
+            "gold": [{"doc_id": "c1", "text": "Caroline: Great. I am researching adoption"}],
+            "doc_ids": ["c1"],
+        },
+    ]
+    evalset = load_jsonl(write_jsonl(tmp_path / "set.jsonl", rows))  # validated: gold in text
+    (doc,) = evalset.documents
+    assert doc.conversation is not None and len(doc.conversation.sessions) == 2
+    with Memory.open(tmp_path / "m.db", "eval", embedder=HashingEmbedder(32)) as memory:
+        memory.ingest_documents([(doc.id, doc.conversation)])
+        texts = sorted((n.position or 0, n.text) for n in memory.chunks())
+    assert [t.split("\n")[0] for _, t in texts] == [
+        "[Session 1 · 8 May 2023 · Monday, May 8, 2023 · 2023-05-08]",
+        "[Session 2 · 25 June 2023 · Sunday, June 25, 2023 · 2023-06-25]",
+    ]
+    bad = [{"type": "document", "id": "c1", "turns": [{"speaker": "Ann", "text": 3}]}]
+    with pytest.raises(InputError, match=r"bad.jsonl:1: turn 1: text must be a string$"):
+        load_jsonl(write_jsonl(tmp_path / "bad.jsonl", bad))
