@@ -479,7 +479,7 @@ def check_head(path: Path, head: bytes, encoding: str) -> None:
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
     if kind == "epub" and not head.startswith(formats.ZIP):
         raise InputError(f"{path}: not an EPUB (not a zip archive)")
-    if kind == "text":
+    if kind in ("text", "conversation"):
         _refuse_binary(path, head, encoding)
 
 

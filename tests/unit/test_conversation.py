@@ -85,6 +85,13 @@ def test_a_bad_turn_is_one_line_naming_its_line(tmp_path: Path, line: str, error
     assert message.startswith(f"{path}: {error}") and "\n" not in message
 
 
+def test_a_binary_transcript_is_refused_from_its_first_block(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(json.dumps(CHAT[0]).encode() + b"\n\x00\x00")
+    with pytest.raises(InputError, match=r"chat.jsonl: looks binary \(NUL bytes\)"):
+        load_document(path)
+
+
 def test_a_conversation_is_held_to_the_text_limit(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "chat.jsonl", CHAT)
     with pytest.raises(InputError, match=r"refused, over the limit of .* CAM_MAX_TEXT_MB"):
