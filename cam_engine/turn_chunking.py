@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cam_engine.chunking import char_cap, chunk_id, chunk_spans, count_tokens
+from cam_engine.chunking import CHARS_PER_TOKEN, char_cap, chunk_id, chunk_spans, count_tokens
 from cam_engine.conversation import (
     Conversation,
     Session,
@@ -114,8 +114,8 @@ def _pieces(turn: Turn, empty: _Pack, budget: int) -> list[str]:
     prefix = turn.line[: turn.line.index(": ") + 2]
     tokens = budget - empty.tokens - count_tokens(prefix)
     chars = char_cap(budget) - empty.chars - 1 - len(prefix)
-    # chunk_spans keeps each piece within its budget's tokens and 16 characters a token
-    piece_budget = max(1, min(tokens, chars // (char_cap(budget) // budget)))
+    # chunk_spans keeps each piece within its budget's tokens and CHARS_PER_TOKEN each
+    piece_budget = max(1, min(tokens, chars // CHARS_PER_TOKEN))
     body = turn.line[len(prefix) :]
     return [prefix + body[s.start : s.end] for s in chunk_spans(body, piece_budget)]
 
