@@ -22,12 +22,13 @@ from typing import Any, Literal, NoReturn
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
-from cam_engine import htmltext
+from cam_engine import conversation, htmltext
 from cam_engine.errors import InputError
 from cam_engine.htmltext import Budget
 from cam_engine.limits import Limits, refusal
 
-Format = Literal["text", "pdf", "epub", "html"]
+Format = Literal["text", "pdf", "epub", "html", "conversation"]
+FORMATS: tuple[Format, ...] = ("text", "pdf", "epub", "html", "conversation")
 _DEFAULT = Limits()
 
 EXTENSIONS: dict[str, Format] = {
@@ -57,14 +58,21 @@ def detect(path: Path, data: bytes) -> Format:
     PDF is read as one: as text it could only fail as binary). A ``.pdf`` or ``.epub``
     name without that signature is refused by its reader, naming the file. Otherwise
     the extension decides: ``.txt`` and ``.md`` stay text even when they hold markup.
-    A file with another or no extension is HTML when it starts like an HTML page,
-    text otherwise.
+    A ``.jsonl`` file whose first line is a turn (an object with a ``speaker``), or a
+    ``.json`` file with LoCoMo's ``session_N`` lists, is a conversation
+    (``conversation.py``). A file with another or no extension is HTML when it starts
+    like an HTML page, text otherwise.
     """
     if data.startswith(b"%PDF-"):
         return "pdf"
     if data.startswith(ZIP) and data[30:58] == _EPUB_MIMETYPE:
         return "epub"
-    by_name = EXTENSIONS.get(path.suffix.lower())
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl" and conversation.looks_like_turns(data):
+        return "conversation"
+    if suffix == ".json" and conversation.looks_like_locomo(data):
+        return "conversation"
+    by_name = EXTENSIONS.get(suffix)
     if by_name is not None:
         return by_name
     if data.startswith(ZIP):

@@ -24,10 +24,12 @@ from cam_engine.config import (
     Settings,
     validate_memory_name,
 )
+from cam_engine.conversation import Conversation
 from cam_engine.embed import Embedder, embedding_device, load_embedder, model_name
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
+from cam_engine.formats import Format
 from cam_engine.limits import Limits, refusal
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, QuotedSpan, Selector, Usage
@@ -326,6 +328,7 @@ class Memory:
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = "utf-8",
         allow: AllowedRoots | Iterable[str | Path] | None = None,
+        file_format: Format | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -340,6 +343,8 @@ class Memory:
         symlinks resolved; None reads any file. A file is checked as it is opened, on
         the file opened, not its name: one swapped for a link out of them after it was
         named is an error, never read; stdin is refused (``sources.open_document``).
+        ``file_format``: read every file as that format (``formats.FORMATS``), not as
+        ``formats.detect`` says; a ``conversation`` is chunked by its turns.
         """
         if allow is not None and not isinstance(allow, AllowedRoots):
             allow = AllowedRoots.of(allow)
@@ -353,6 +358,7 @@ class Memory:
             on_error=on_error,
             encoding=encoding,
             allow=allow,
+            file_format=file_format,
         )
 
     def ingest_text(
@@ -374,12 +380,14 @@ class Memory:
 
     def ingest_documents(
         self,
-        documents: Iterable[tuple[str, str]],
+        documents: Iterable[tuple[str, str | Conversation]],
         *,
         batch_size: int = 64,
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
         """Ingest many (document id, text) pairs, their chunks packed into shared batches.
+        A ``Conversation`` in place of a text is chunked by its turns, each session from
+        a new chunk (``turn_chunking``).
 
         For collections of short documents (pooled QA paragraphs, notes): one batch per
         document would run the whole hierarchy update once per paragraph. A document
@@ -387,9 +395,9 @@ class Memory:
         """
         limits = self.limits
 
-        def checked() -> Iterator[tuple[str, str]]:  # each refused as ingest_text's is
-            for doc_id, text in documents:
-                check_text(text, doc_id, limits)
+        def checked() -> Iterator[tuple[str, str | Conversation]]:
+            for doc_id, text in documents:  # each refused as ingest_text's is
+                check_text(text if isinstance(text, str) else text.plain_text(), doc_id, limits)
                 yield doc_id, text
 
         return self._pipeline().ingest_documents(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cam_engine import formats
+from cam_engine.conversation import Conversation, read_conversation
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.limits import MIB, Limits, refusal
 
@@ -226,6 +227,9 @@ class DocumentText:
     # PDF: (page number from 1, offset in the file's whole text where the page starts),
     # for each page with text; empty for other formats.
     page_starts: tuple[tuple[int, int], ...] = ()
+    # A conversation's turns and sessions (``text`` is then its plain rendering: ingest
+    # chunks the turns, turn_chunking.py).
+    conversation: Conversation | None = None
 
 
 def read_document(
@@ -249,6 +253,7 @@ def load_document(
     options: OptionNames = API_OPTIONS,
     allow: AllowedRoots | None = None,
     limits: Limits = _DEFAULT,
+    file_format: formats.Format | None = None,
 ) -> DocumentText:
     """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
     which), cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and
@@ -263,10 +268,17 @@ def load_document(
 
     ``limits`` bound what the file may cost: its size is checked before it is read, its
     first block (its format, a binary file's NULs) before the rest, and each format's
-    reader counts its own work (``formats``).
+    reader counts its own work (``formats``). ``file_format`` reads the file as that
+    format whatever ``formats.detect`` would say.
     """
     data = _read_opened(path, allow, limits, lambda head: check_head(path, head, encoding))
-    kind = formats.detect(path, data)
+    kind = file_format or formats.detect(path, data)
+    if kind == "conversation":
+        talk = read_conversation(path, _decode(path, data, encoding, options))
+        text = talk.plain_text()
+        if len(text) > limits.text_chars:
+            raise refusal(f"{path}: more text than that", "text_chars", limits.text_chars)
+        return DocumentText(text, hashlib.sha256(data).hexdigest(), conversation=talk)
     starts: list[tuple[int, int]] = []
     if kind == "pdf":
         pages = formats.pdf_pages(path, data, limits=limits)
@@ -467,7 +479,7 @@ def check_head(path: Path, head: bytes, encoding: str) -> None:
         raise InputError(f"{path}: not a PDF (no %PDF- header)")
     if kind == "epub" and not head.startswith(formats.ZIP):
         raise InputError(f"{path}: not an EPUB (not a zip archive)")
-    if kind == "text":
+    if kind in ("text", "conversation"):
         _refuse_binary(path, head, encoding)
 
 

@@ -6,6 +6,7 @@ code, stores, CLI) can share them without importing each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,9 @@ class Chunk:
     start_char: int  # offsets into the document text, so nothing is lost or moved
     end_char: int
     pages: tuple[int, int] | None = None  # PDF: the first and last page it is on
+    # What its format says about it, stored with its node (a conversation's chunk: its
+    # turns, speakers, session and date): not part of its identity.
+    props: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
 
 @dataclass

@@ -236,11 +236,13 @@ def eval_command(
     KIND jsonl reads your own data, one JSON object per line:
       {"type": "set", "name": "my-eval", "scoring": "evidence"}   (optional, first)
       {"type": "document", "id": "d1", "text": "...", "title": "..."}
+      {"type": "document", "id": "c1", "turns": [{"speaker": "Ann", "text": "...",
+       "time": "2023-05-08", "session": "1"}, ...]}   (a conversation: chunked by turns)
       {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
        "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
-    Gold "text" must occur verbatim in its document; kind is short (exact match, F1)
-    or long (ROUGE). With "scoring": "summary" the answers are reference summaries and
-    gold may be empty: contexts are scored by ROUGE recall of the answers.
+    Gold "text" must occur verbatim in its document (a turn: "Ann: ..."); kind is short
+    (exact match, F1) or long (ROUGE). With "scoring": "summary" the answers are reference
+    summaries and gold may be empty: contexts are scored by ROUGE recall of the answers.
 
     \b
     KIND books asks a check set of short-answer questions on whole books, all books in

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -27,6 +27,7 @@ from cam_engine.engine.reports import (
     document_changes,
 )
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
+from cam_engine.formats import FORMATS, Format
 from cam_engine.samples import sample_path
 from cam_engine.sources import CLI_OPTIONS, check_encoding
 from cam_engine.types import PAGE
@@ -188,6 +189,16 @@ def _build_view(
     "files say their own).",
 )
 @click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["auto", *FORMATS]),
+    default="auto",
+    show_default=True,
+    help="Read every file as this format. auto: from its content and extension (a .jsonl "
+    "of {speaker, text, time, session} turns, or a .json with LoCoMo's session_N lists, is "
+    "a conversation: chunks of whole turns, a session from a new chunk, dated).",
+)
+@click.option(
     "--rebuild",
     is_flag=True,
     help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
@@ -242,6 +253,7 @@ def ingest(
     document_prefix: str | None,
     sample: bool,
     encoding: str,
+    file_format: str,
     rebuild: bool,
     summarizer: str,
     llm_concurrency: int,
@@ -315,6 +327,7 @@ def ingest(
                     on_batch=on_batch,
                     on_error=on_error,
                     encoding=encoding,
+                    file_format=None if file_format == "auto" else cast(Format, file_format),
                 )
                 progress.close()
                 failed = bool(result.errors)

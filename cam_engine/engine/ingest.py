@@ -24,6 +24,7 @@ from typing import IO, Any, cast
 
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.config import Settings, check_batch_size
+from cam_engine.conversation import Conversation
 from cam_engine.embed import Embedder
 from cam_engine.engine.builder import MemoryBuilder
 from cam_engine.engine.prefetch import PreparedBatch, prefetched
@@ -31,7 +32,7 @@ from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.revision import Revision, fresh_id, placed_differently, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
-from cam_engine.formats import pages_of
+from cam_engine.formats import Format, pages_of
 from cam_engine.limits import Limits
 from cam_engine.llm import Summarizer
 from cam_engine.sources import (
@@ -53,6 +54,7 @@ from cam_engine.sources import (
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.batch import BatchStore, BatchWriter
 from cam_engine.store.structure import NodeInfo, text_key
+from cam_engine.turn_chunking import chunk_conversation
 from cam_engine.types import CHUNK, Chunk, Node
 
 logger = logging.getLogger(__name__)
@@ -94,6 +96,7 @@ class IngestPipeline:
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = UTF8,
         allow: AllowedRoots | None = None,
+        file_format: Format | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -102,7 +105,8 @@ class IngestPipeline:
         Two paths that would be the same document are an ``InputError`` before any
         is read (``sources.unique_sources``). With ``allow``, each file is read only if
         the file opened lies under its roots (``sources.open_document``), and stdin
-        not at all.
+        not at all. ``file_format``: read every file as that format (stdin cannot be a
+        conversation).
         """
         check_batch_size(batch_size)
         encoding = check_encoding(encoding, self.options)
@@ -126,7 +130,11 @@ class IngestPipeline:
                     raise item
                 if allow is not None and item.path is None:
                     raise InputError(f"stdin is not a file under the allowed folders ({allow})")
-                self._ingest_source(item, batch_size, stdin, report, on_batch, encoding, allow)
+                if file_format == "conversation" and item.path is None:
+                    raise InputError("stdin cannot be read as a conversation; give its file")
+                self._ingest_source(
+                    item, batch_size, stdin, report, on_batch, encoding, allow, file_format
+                )
             except InputError as exc:
                 error = IngestError(
                     item.label if isinstance(item, Source) else exc.source, str(exc)
@@ -159,12 +167,13 @@ class IngestPipeline:
 
     def ingest_documents(
         self,
-        documents: Iterable[tuple[str, str]],
+        documents: Iterable[tuple[str, str | Conversation]],
         *,
         batch_size: int = 64,
         on_batch: BatchCallback | None = None,
     ) -> IngestReport:
-        """Ingest many (document id, text) pairs, their chunks packed into shared batches.
+        """Ingest many (document id, text or conversation) pairs, their chunks packed into
+        shared batches; a conversation is chunked by its turns (``chunk_conversation``).
 
         For collections of short documents (pooled QA paragraphs, notes): one batch per
         document would run the whole hierarchy update once per paragraph. Documents
@@ -177,6 +186,10 @@ class IngestPipeline:
         # and the chunks already stored are known before any is embedded.
         for doc_id, raw in documents:
             check_document_id(doc_id)
+            if isinstance(raw, Conversation):
+                text, chunks = chunk_conversation(doc_id, raw, self.settings.chunk_tokens)
+                new[doc_id] = (_text_record(doc_id, text, len(chunks)), chunks)
+                continue
             text = clean_text(raw)
             if not text.strip():
                 raise InputError(f"document {doc_id!r} is empty")
@@ -200,6 +213,7 @@ class IngestPipeline:
         on_batch: BatchCallback | None,
         encoding: str = UTF8,
         allow: AllowedRoots | None = None,
+        file_format: Format | None = None,
     ) -> None:
         check_document_id(source.doc_id)
         budget = self.settings.chunk_tokens
@@ -211,9 +225,20 @@ class IngestPipeline:
             self._ingest_stream(record, chunks, hashed, batch_size, report, on_batch)
             return
         document = load_document(
-            source.path, encoding=encoding, options=self.options, allow=allow, limits=self.limits
+            source.path,
+            encoding=encoding,
+            options=self.options,
+            allow=allow,
+            limits=self.limits,
+            file_format=file_format,
         )
         text, sha = document.text, document.sha256
+        if document.conversation is not None:
+            # Its chunks are whole turns under their session's header; the memory's
+            # text of it is those chunks (what citations count in).
+            text, pieces = chunk_conversation(source.doc_id, document.conversation, budget)
+        else:
+            pieces = _placed(chunk_document(source.doc_id, text, budget), document)
         known = self.store.get_document(source.doc_id)
         if known is not None and known.sha256 != sha and known.source != str(source.path):
             logger.warning(
@@ -223,7 +248,6 @@ class IngestPipeline:
                 self.store.memory,
                 known.source,
             )
-        pieces = _placed(chunk_document(source.doc_id, text, budget), document)
         record = DocumentRecord(
             source.doc_id, str(source.path), sha, 0, len(pieces), text_sha256=text_hash(text)
         )
@@ -738,8 +762,10 @@ def _placed(chunks: list[Chunk], document: DocumentText) -> list[Chunk]:
 
 def _chunk_props(chunk: Chunk) -> dict[str, Any]:
     """Where a chunk's text is in its document: character offsets (the citation of
-    evidence), and for a PDF its first and last page."""
-    props: dict[str, Any] = {"start_char": chunk.start_char, "end_char": chunk.end_char}
+    evidence), and for a PDF its first and last page; and what its format says of it
+    (a conversation's chunk: turns, speakers, session, date)."""
+    props: dict[str, Any] = dict(chunk.props or {})
+    props |= {"start_char": chunk.start_char, "end_char": chunk.end_char}
     if chunk.pages is not None:
         props["pages"] = list(chunk.pages)
     return props

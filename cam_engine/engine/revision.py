@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from cam_engine.store.structure import NodeInfo, text_key
 from cam_engine.types import Chunk
@@ -103,6 +103,7 @@ def placed_differently(info: NodeInfo, chunk: Chunk) -> bool:
         or props.get("start_char") != chunk.start_char
         or props.get("end_char") != chunk.end_char
         or props.get("pages") != (list(chunk.pages) if chunk.pages is not None else None)
+        or any(props.get(key) != value for key, value in (chunk.props or {}).items())
     )
 
 
@@ -116,13 +117,5 @@ def fresh_id(chunk: Chunk, taken: set[str]) -> Chunk:
         seed = f"{chunk.doc_id}\x00{chunk.position}\x00{chunk.text}\x00{variant}"
         candidate = f"c{chunk.position}-{hashlib.sha1(seed.encode()).hexdigest()[:12]}"
         if candidate not in taken:
-            return Chunk(
-                candidate,
-                chunk.doc_id,
-                chunk.position,
-                chunk.text,
-                chunk.start_char,
-                chunk.end_char,
-                chunk.pages,
-            )
+            return replace(chunk, id=candidate)
         variant += 1

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cam_engine.conversation import Conversation
 from cam_engine.errors import ConfigError
 from cam_engine.memory import Memory
 
@@ -53,7 +54,7 @@ def churned_documents(doc_ids: Sequence[str], fraction: float, seed: int) -> lis
 def churn(
     memory: Memory,
     doc_ids: Sequence[str],
-    texts: Mapping[str, str],
+    texts: Mapping[str, str | Conversation],
     *,
     batch_size: int = 64,
     on_deleted: Callable[[int], None] | None = None,

@@ -12,6 +12,8 @@ JSONL, one JSON object per line (blank lines are skipped)::
 
     {"type": "set", "name": "my-eval", "scoring": "evidence"}   (optional, first)
     {"type": "document", "id": "d1", "text": "...", "title": "..."}
+    {"type": "document", "id": "c1", "turns": [{"speaker": "Ann", "text": "...",
+     "time": "2023-05-08", "session": "1"}, ...]}     (a conversation, in place of text)
     {"type": "question", "id": "q1", "question": "...", "answers": ["..."],
      "gold": [{"doc_id": "d1", "text": "..."}], "doc_ids": ["d1"], "kind": "short"}
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cam_engine.conversation import Conversation, conversation_of_turns
 from cam_engine.errors import InputError
 
 KIND_SHORT = "short"  # span answers, scored by exact match and token F1
@@ -44,6 +47,10 @@ class EvalDocument:
     id: str
     text: str
     title: str | None = None
+    # A conversation's turns and sessions: the memory is built from them as `cam ingest`
+    # builds it from a transcript (whole turns per chunk, dated sessions); ``text`` is
+    # their plain rendering, where gold turns are looked up.
+    conversation: Conversation | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +147,8 @@ def _preview(text: str, width: int = 40) -> str:
 
 
 def write_jsonl(evalset: EvalSet, path: str | Path) -> None:
-    """Write the set as JSONL: a ``set`` line, the documents, then the questions."""
+    """Write the set as JSONL: a ``set`` line, the documents, then the questions. A
+    conversation is written as its text (its sessions' dates may not be ISO times)."""
     with Path(path).open("w", encoding="utf-8") as out:
         head = {"type": "set", "name": evalset.name, "scoring": evalset.scoring}
         out.write(json.dumps(head, ensure_ascii=False) + "\n")
@@ -213,6 +221,12 @@ def _document(row: dict[str, Any], where: str) -> EvalDocument:
     title = row.get("title")
     if title is not None and not isinstance(title, str):
         raise InputError(f"{where}: 'title' must be a string")
+    if "turns" in row:  # a conversation, ingested as one: gold turns as "Speaker: text"
+        turns = row["turns"]
+        if not isinstance(turns, list) or not turns:
+            raise InputError(f"{where}: 'turns' must be a non-empty list of turn objects")
+        talk = conversation_of_turns((f"{where}: turn {i}", t) for i, t in enumerate(turns, 1))
+        return EvalDocument(_string(row, "id", where), talk.plain_text(), title, talk)
     return EvalDocument(_string(row, "id", where), _string(row, "text", where), title)
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cam_engine.conversation import Conversation, locomo_sessions, locomo_turn
 from cam_engine.errors import InputError
 from cam_engine.eval.dataset import (
     KIND_LONG,
@@ -373,11 +374,13 @@ def load_locomo(path: str | Path, limit: int | None = None) -> EvalSet:
     (``26``) is the conversation id. PATH may be either file, that zip as shipped, or a
     folder of the per-conversation files (read in numeric order).
 
-    The document is each session in order, a ``Session N (date)`` line then its turns as
-    ``"Speaker: text"`` (a shared image adds ``[shared image: caption]``), all joined by
-    blank lines. Gold = the turns named in ``evidence`` (ids that name no turn, a known
-    LoCoMo annotation slip, are skipped). Questions without an ``answer`` (adversarial
-    category 5) are skipped; integer answers become strings.
+    The document is its conversation (``EvalDocument.conversation``), ingested as `cam
+    ingest` reads a transcript (``turn_chunking``: whole turns per chunk, each session
+    from a new chunk under its dated header); its text is the sessions in order, each a
+    header line then its turns as ``"Speaker: text"`` (a shared image adds ``[shared
+    image: caption]``). Gold = the lines of the turns named in ``evidence`` (ids that
+    name no turn, a known LoCoMo annotation slip, are skipped). Questions without an
+    ``answer`` (adversarial category 5) are skipped; integer answers become strings.
     """
     _check_limit(limit)
     path = Path(path)
@@ -445,7 +448,8 @@ def _dialogue(
     conversation = row.get("conversation", row)
     if not any(_SESSION.fullmatch(key) for key in conversation):
         raise ValueError("no session_N turns")
-    paragraphs, by_dia_id = _sessions(conversation)
+    talk = Conversation(tuple(s for s in locomo_sessions(doc_id, conversation) if s.turns))
+    by_dia_id = _dia_ids(conversation)
     answerable = [qa for qa in row["qa"] if _answers(qa.get("answer"))]
     questions: list[EvalQuestion] = []
     for j, qa in enumerate(answerable[:room]):
@@ -462,29 +466,19 @@ def _dialogue(
         )
     speakers = [conversation.get("speaker_a"), conversation.get("speaker_b")]
     title = " and ".join(str(s) for s in speakers if s) or None
-    return EvalDocument(doc_id, "\n\n".join(paragraphs), title), questions
+    return EvalDocument(doc_id, talk.plain_text(), title, talk), questions
 
 
-def _sessions(conversation: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
-    """Paragraphs of a LoCoMo conversation, and each turn's text by its dia_id."""
-    sessions = sorted(
-        (int(m.group(1)), key)
-        for key in conversation
-        if (m := _SESSION.fullmatch(key)) and isinstance(conversation[key], list)
-    )
-    paragraphs: list[str] = []
+def _dia_ids(conversation: dict[str, Any]) -> dict[str, str]:
+    """Each turn's line (``Speaker: text``, as its chunk shows it) by its dia_id."""
     by_dia_id: dict[str, str] = {}
-    for n, key in sessions:
-        date = conversation.get(f"{key}_date_time")
-        paragraphs.append(f"Session {n} ({date})" if date else f"Session {n}")
-        for turn in conversation[key]:
-            text = f"{turn['speaker']}: {turn['text'].strip()}"
-            if turn.get("blip_caption"):
-                text += f" [shared image: {turn['blip_caption']}]"
-            paragraphs.append(text)
-            if "dia_id" in turn:
-                by_dia_id.setdefault(str(turn["dia_id"]), text)
-    return paragraphs, by_dia_id
+    numbered = ((m, k) for k in conversation if (m := _SESSION.fullmatch(k)))
+    for _, session in sorted(numbered, key=lambda found: int(found[0].group(1))):
+        for turn in conversation[session] if isinstance(conversation[session], list) else []:
+            if isinstance(turn, dict) and "dia_id" in turn:
+                line = locomo_turn(session, turn).line
+                by_dia_id.setdefault(str(turn["dia_id"]), line)
+    return by_dia_id
 
 
 # ----------------------------------------------------------------------------- dispatcher

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from cam_engine.config import Settings
+from cam_engine.conversation import Conversation
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
@@ -293,7 +294,10 @@ def run_eval(
     if db.exists():  # a fresh build every run: results must not depend on leftovers
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
-    texts = {d.id: d.text for d in evalset.documents}
+    # A conversation is ingested as one (turn_chunking), as `cam ingest` reads a transcript.
+    texts: dict[str, str | Conversation] = {
+        d.id: d.conversation or d.text for d in evalset.documents
+    }
     ablation = any(s in NEEDS_ABLATION for s in strategies)
 
     build: dict[str, Any] = {
@@ -393,7 +397,7 @@ def run_eval(
 
 
 def _churn(
-    memory: Memory, doc_ids: list[str], texts: dict[str, str], notify: Progress
+    memory: Memory, doc_ids: list[str], texts: dict[str, str | Conversation], notify: Progress
 ) -> ChurnReport:
     """``eval.churn`` on one memory, its deletes reported as stage "churn"."""
     report = churn(

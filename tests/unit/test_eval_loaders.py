@@ -402,12 +402,18 @@ def test_locomo_sessions_in_order_skips_unanswered_questions(tmp_path: Path) -> 
     assert doc.id == "conv-1"
     assert doc.title == "Ann and Ben"
     assert doc.text.split("\n\n") == [
-        "Session 1 (1:56 pm on 8 May, 2023)",
-        "Ann: I moved to Oslo in 2022.",
+        "[Session 1 · 8 May 2023 · Monday, May 8, 2023 · 2023-05-08]\n"
+        "Ann: I moved to Oslo in 2022.\n"
         "Ben: Nice, I still live in Rome.",
-        "Session 2 (2:00 pm on 9 May, 2023)",
-        "Ben: Look at my painting! [shared image: a painting of a sunrise]",
+        "[Session 2 · 9 May 2023 · Tuesday, May 9, 2023 · 2023-05-09]\n"
+        "Ben: Look at my painting! [shared image: a painting of a sunrise]\n"
         "Ann: Lovely.",
+    ]
+    # the memory is built from the turns, as `cam ingest` reads a transcript
+    assert doc.conversation is not None
+    assert [s.date for s in doc.conversation.sessions] == [
+        "1:56 pm on 8 May, 2023",
+        "2:00 pm on 9 May, 2023",
     ]
     oslo, both, paint = evalset.questions
     assert [q.question for q in evalset.questions] == [
