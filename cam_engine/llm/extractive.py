@@ -47,12 +47,19 @@ _WORD = re.compile(r"[a-z0-9']+")
 
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
+# A line of its own in a transcript: a bracketed header ("[Session 3 · 8 May 2023]") or
+# a turn ("Caroline: I went ..."). A turn without final punctuation must not run into
+# the next one, nor the header into the first turn; hard-wrapped prose lines rarely
+# open with a capitalized word and a colon.
+_LINE_OF_ITS_OWN = re.compile(r"\n(?=[ \t]*(?:\[[^\]\n]*\][ \t]*(?:\n|$)|[A-Z][\w .'’-]{0,40}:\s))")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of each paragraph, with their white space folded to single spaces."""
+    """Sentences of each paragraph, with their white space folded to single spaces;
+    transcript lines (see ``_LINE_OF_ITS_OWN``) are paragraphs of their own."""
     sentences: list[str] = []
-    for paragraph in _PARAGRAPH.split(text):
+    paragraphs = [line for part in _PARAGRAPH.split(text) for line in _LINE_OF_ITS_OWN.split(part)]
+    for paragraph in paragraphs:
         pieces: list[str] = []
         for piece in _SENTENCE_END.split(paragraph.strip()):
             if pieces and _ABBREVIATION.search(pieces[-1]):
@@ -104,8 +111,11 @@ def _sentences(text: str) -> tuple[_Parsed, ...]:
 # "[Illustration: Mr. and Mrs. Bennet]"), a heading ("CHAPTER V.", "Letter 4"), a line of
 # a table of contents ("Heading to Chapter IV.      18"), or several such lines run
 # together ("CONTENTS Letter 1 Letter 2 Chapter 1 ..."). A summary quoting them reads
-# "CHAPTER V. [Illustration] Pardon me ...".
-_MARKER = re.compile(r"\[\s*(?:Illustration|Decoration|Frontispiece)\b[^\]]*\]?", re.IGNORECASE)
+# "CHAPTER V. [Illustration] Pardon me ...". A transcript's session header
+# ("[Session 3 · 8 May 2023 · ...]") is layout too.
+_MARKER = re.compile(
+    r"\[\s*(?:Illustration|Decoration|Frontispiece|Session)\b[^\]]*\]?", re.IGNORECASE
+)
 # "Chapter 12", "CHAPTER V", "Letter 4", "BOOK I": a heading word and its number (roman
 # numerals in capitals only: "Book did well" is prose).
 _HEADING = re.compile(

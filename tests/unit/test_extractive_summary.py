@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cam_engine.llm import ExtractiveSummarizer
+from cam_engine.llm.extractive import split_sentences
 from tests.conftest import shared_file
 
 SUMMARIZER = ExtractiveSummarizer()
@@ -86,3 +87,27 @@ def test_pride_and_prejudice_chapter_openings_are_summarized_as_prose() -> None:
     summary = SUMMARIZER.summarize(texts, max_words=120).text
     for layout in ("CHAPTER", "[Illustration", "Copyright 1894", "]"):
         assert layout not in summary
+
+
+TRANSCRIPT = (
+    "[Session 3 · 8 May 2023 · Monday, May 8, 2023 · 2023-05-08]\n"
+    "Caroline: I went to the adoption support group yesterday\n"
+    "Melanie: How did it go\n"
+    "Caroline: The counsellors were kind and I felt at home there."
+)
+
+
+def test_a_transcripts_header_and_unpunctuated_turns_are_sentences_of_their_own() -> None:
+    assert split_sentences(TRANSCRIPT) == TRANSCRIPT.split("\n")
+
+
+def test_a_session_header_is_not_quoted_in_a_summary() -> None:
+    summary = SUMMARIZER.summarize([TRANSCRIPT], max_words=60).text
+    assert "Session" not in summary and summary.startswith("Caroline:")
+
+
+def test_wrapped_prose_lines_still_make_one_sentence() -> None:
+    text = "The whale surfaced beside\nthe ship at dawn, and Ahab:\nsaw it first."
+    assert split_sentences(text) == [
+        "The whale surfaced beside the ship at dawn, and Ahab: saw it first."
+    ]
