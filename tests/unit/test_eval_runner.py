@@ -57,7 +57,13 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
         evalset,
         embedder=EMBEDDER,
         workdir=tmp_path,
-        strategies=["bm25", "dense", "prune-grow", "prune-grow-no-hierarchy", "prune-grow-no-flexibility"],
+        strategies=[
+            "bm25",
+            "dense",
+            "prune-grow",
+            "prune-grow-no-hierarchy",
+            "prune-grow-no-flexibility",
+        ],
         budgets=[50, 4000],
     )
     assert len(run.results) == 3 * 5

@@ -81,7 +81,9 @@ def test_a_registered_strategy_runs_in_all_four_entry_points(
 
     # cam ask: the option takes it and its help lists it
     env = {**ENV, "CAM_STORE": str(store), "CAM_MEMORY": "m"}
-    asked = CliRunner().invoke(cli, ["ask", "How does it end?", "--strategy", TAIL, "--json"], env=env)
+    asked = CliRunner().invoke(
+        cli, ["ask", "How does it end?", "--strategy", TAIL, "--json"], env=env
+    )
     assert asked.exit_code == 0, asked.output
     assert json.loads(asked.stdout)["strategy"] == TAIL
     assert TAIL in CliRunner().invoke(cli, ["ask", "--help"]).stdout
