@@ -175,7 +175,10 @@ def contains_answer(text: str, answers: Sequence[str]) -> bool:
 
 def build_memory(memory: Memory, paths: Sequence[Path], strategies: Sequence[str]) -> None:
     """Ingest the books (a no-op for those already in the memory) and build the views
-    the adapter strategies read, extractively."""
+    the adapter strategies read, extractively. A strategy that needs a memory built
+    otherwise (``needs_build``) is refused first, not after the books are embedded."""
+    for name in strategies:
+        strategy_named(name).check_build(memory.name, memory.settings)
     memory.ingest([str(p) for p in paths], batch_size=BATCH_SIZE)
     for view in sorted({v for s in strategies if (v := strategy_named(s).view) is not None}):
         from cam_engine.adapters.registry import VIEW_BUILDERS
