@@ -18,5 +18,3 @@ ASK_STRATEGIES: dict[str, Callable[..., Any]] = {
     **memagent.STRATEGIES,
     **gam.STRATEGIES,
 }
-# The view a strategy reads (memagent reads the chunks and writes its own states).
-NEEDS_VIEW = {"lookup": readagent.VIEW, "lookup-seq": readagent.VIEW, "research": gam.VIEW}

@@ -525,6 +525,8 @@ class Memory:
         relevance, and an answer that quotes the evidence sentences that best match the
         question. Adapter strategies (lookup, lookup-seq, memagent, research) answer
         themselves, with ``chat`` or their offline rules, and take their own ``options``.
+        A strategy that needs a memory built otherwise (``Strategy.needs_build``, e.g.
+        prune-grow-no-flexibility) is a ``ConfigError`` naming the setting.
 
         ``documents`` keeps the question to those documents (ids as ``documents()``
         names them): only their nodes are searched and only they are evidence
@@ -554,7 +556,7 @@ class Memory:
             documents=self._scope(documents),
             progress=on_progress,
         )
-        found = spec.run(self, question, ask_options)
+        found = spec.retrieve(self, question, ask_options)
         passages = context_passages(found.evidence())
         reply = found.answer
         if reply is None:

@@ -8,6 +8,8 @@ import click
 
 from cam_engine import Environment, Memory
 from cam_engine.cli.options import (
+    LiveHelp,
+    StrategyName,
     chat_for,
     device_option,
     echo_json,
@@ -19,7 +21,7 @@ from cam_engine.cli.options import (
 from cam_engine.cli.progress import ProgressLines
 from cam_engine.cli.terminal import printable
 from cam_engine.errors import CamError
-from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, STRATEGIES
+from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, described, strategy_named
 
 
 def _require_chunks(memory: Memory) -> None:
@@ -37,21 +39,16 @@ def _require_view(memory: Memory, view: str | None) -> None:
         )
 
 
-def _strategy_help() -> str:
-    return "; ".join(f"{s.name}: {s.help}" for s in STRATEGIES.values()) + (
-        ". lookup/lookup-seq need `cam ingest --view readagent`, research `--view gam`."
-    )
-
-
 @click.command()
 @click.argument("question")
 @memory_options
 @click.option(
     "--strategy",
-    type=click.Choice(list(STRATEGIES)),
+    type=StrategyName(),
     default=DEFAULT,
     show_default=True,
-    help=_strategy_help(),
+    cls=LiveHelp,
+    help_from=described,
 )
 @click.option(
     "--top-k",
@@ -159,7 +156,7 @@ def ask(
     as DOCUMENT:START-END, the characters of the document's text it is (with p.N for a
     PDF's page); a summary cites the span of each document its chunks come from.
     """
-    spec = STRATEGIES[strategy]
+    spec = strategy_named(strategy)
     options_by_strategy: dict[str, dict[str, object]] = {
         "lookup": {"max_pages": max_pages},
         "lookup-seq": {"max_pages": max_pages},

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cam_engine.cli.options import device_option, echo_json
+from cam_engine.cli.options import LiveHelp, device_option, echo_json
 from cam_engine.errors import CamError
 
 if TYPE_CHECKING:
@@ -24,6 +24,23 @@ STAGES = {
     "churn": ("deleting documents and ingesting them again", "documents"),
     "questions": ("asking", "questions"),
 }
+
+
+def _strategies_help() -> str:
+    """--strategies' help, with the registry's names as they are when it is shown."""
+    from cam_engine.eval.books import default_strategies
+    from cam_engine.eval.contexts import strategy_names
+    from cam_engine.retrieval.strategies import STRATEGIES
+
+    return (
+        "Comma-separated `cam ask --strategy` names, of: "
+        + ", ".join(STRATEGIES)
+        + ". Default: "
+        + ", ".join(strategy_names(None))
+        + " (the adapters only where each question has its own document); books: "
+        + ", ".join(default_strategies())
+        + "."
+    )
 
 
 def _ints(text: str, what: str, minimum: int = 0) -> list[int]:
@@ -96,12 +113,7 @@ class _Ticker:
 @click.command("eval")
 @click.argument("kind", type=click.Choice(KINDS))
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--strategies",
-    help="Comma-separated: bm25, dense, hybrid, cam-global, cam-traverse, cam-prune-grow, "
-    "cam-no-hierarchy, cam-no-flexibility, readagent-lookup, gam-research (default: all; "
-    "the adapters only where each question has its own document).",
-)
+@click.option("--strategies", cls=LiveHelp, help_from=_strategies_help)
 @click.option("--budgets", default="500,1000,2000,4000", show_default=True, help="Tokens.")
 @click.option(
     "--limit",
@@ -250,8 +262,8 @@ def eval_command(
     contain an accepted answer (tests/data/book_questions.jsonl, --books-dir):
       {"id": "pg84-14", "doc": "pg84", "question": "...", "answers": ["Orkney"],
        "type": "where"}
-    Its --strategies are `cam ask --strategy` names (default: prune-grow, global,
-    traverse, hybrid, dense, bm25; lookup and research build their views once).
+    Its --strategies are `cam ask --strategy` names, as for every KIND (lookup and
+    research build their views once).
     """
     import tempfile
 
@@ -262,6 +274,7 @@ def eval_command(
     from cam_engine.eval.metrics import DEFAULT_RULE
     from cam_engine.eval.niah import length_and_depth, niah_set
     from cam_engine.eval.runner import (
+        PAIRED_WITH,
         answer_table,
         headline,
         markdown_table,
@@ -364,7 +377,7 @@ def eval_command(
 
             by_cell: dict[tuple[int, int], list[float]] = {}
             for r in run.results:
-                if r.strategy == "cam-prune-grow" or len(run.strategies) == 1:
+                if r.strategy == PAIRED_WITH or len(run.strategies) == 1:
                     cell = length_and_depth(r.question_id)
                     by_cell.setdefault(cell, []).append(r.scores["recall"][max(run.budgets)])
             if by_cell:
@@ -415,23 +428,23 @@ def _eval_books(
 
     from cam_engine import Memory
     from cam_engine.eval.books import (
-        DEFAULT_STRATEGIES,
         BookRun,
         ask_books,
         book_paths,
         build_memory,
+        default_strategies,
         load_book_questions,
         markdown_table,
     )
-    from cam_engine.retrieval.strategies import strategy_named
+    from cam_engine.eval.contexts import check_name
 
     if books_dir is None:
         raise click.BadParameter("books needs the folder of its books", param_hint="--books-dir")
-    names = strategies.split(",") if strategies else list(DEFAULT_STRATEGIES)
+    names = strategies.split(",") if strategies else default_strategies()
     ticker = _Ticker(lambda line: click.echo(line, err=True))
     try:
         for name in names:
-            strategy_named(name)
+            check_name(name)
         questions = load_book_questions(path)[:limit]
         paths = book_paths(questions, books_dir)
         embedder = _caching_embedder(embed_model, device, embed_cache)

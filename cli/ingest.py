@@ -236,6 +236,15 @@ def _build_view(
 @click.option("--max-cluster-size", type=int, help="New memory: largest cluster [2, 10000].")
 @click.option("--max-levels", type=int, help="New memory: summary levels [0, 50].")
 @click.option(
+    "--no-ego-split",
+    "ego_split",
+    flag_value=False,
+    default=None,
+    help="New memory: no ego-splitting, so clusters do not overlap (CAM's 'w/o "
+    "flexibility' ablation, asked with --strategy prune-grow-no-flexibility). For "
+    "comparison, not for use.",
+)
+@click.option(
     "--embed-model",
     help="New memory: sentence-transformers model name or path (default all-MiniLM-L6-v2, "
     "bundled; or $CAM_EMBED_MODEL), or openai:NAME for model NAME of an OpenAI-compatible "

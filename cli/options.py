@@ -9,10 +9,12 @@ from dataclasses import replace
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from cam_engine import Environment, Memory, Settings
 from cam_engine.errors import CamError
 from cam_engine.llm import ChatModel, ExtractiveSummarizer, Summarizer
+from cam_engine.retrieval.strategies import STRATEGIES, strategy_named
 
 
 def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -124,3 +126,37 @@ def plural(count: int, noun: str) -> str:
 
 def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, sort_keys=True, default=str))
+
+
+class LiveHelp(click.Option):
+    """An option whose help is written when it is shown, by ``help_from``: a list that
+    can grow after import (the strategy registry) is never out of date in ``--help``."""
+
+    def __init__(self, *args: Any, help_from: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_from = help_from
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = self.help_from()
+        return super().get_help_record(ctx)
+
+
+class StrategyName(click.ParamType):
+    """A strategy of the registry (``cam_engine.retrieval.strategies.STRATEGIES``), read
+    when the value is checked, not copied at import."""
+
+    name = "strategy"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return strategy_named(str(value)).name
+        except CamError as exc:
+            self.fail(str(exc), param, ctx)
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "[" + "|".join(STRATEGIES) + "]"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        return [CompletionItem(n) for n in STRATEGIES if n.startswith(incomplete)]

@@ -7,9 +7,9 @@ and QMSum's validation meetings, a memory each, by default: not the sets
 docs/evaluation.md reports on), then asks every question with the hybrid baseline,
 prune-and-grow without the hierarchy, and prune-and-grow with each variant of
 ``GrowSettings`` below, and prints one markdown table of gold-evidence recall at 500,
-1,000 and 2,000 tokens per set. Every variant runs through the same eval strategy
-code as ``cam eval``. ``--out`` keeps the built memories (and an embedding cache) so a
-second run skips the build.
+1,000 and 2,000 tokens per set. Every variant runs through the same code as ``cam
+eval`` (``eval.contexts.ranked_context``). ``--out`` keeps the built memories (and an
+embedding cache) so a second run skips the build.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from cam_engine.bench import shared_data_dir
 from cam_engine.config import DEFAULT_EMBED_MODEL
 from cam_engine.embed import load_embedder
 from cam_engine.embed.caching import CachingEmbedder
-from cam_engine.eval.contexts import STRATEGIES, EvalStrategy, Scope
+from cam_engine.eval.contexts import Scope, ranked_context
 from cam_engine.eval.loaders import load
 from cam_engine.eval.metrics import evidence_recall, truncate_to_budget
 from cam_engine.eval.runner import run_eval, scope_of
@@ -60,10 +60,11 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
     if not (workdir / "eval-memories.db").exists():
         run_eval(evalset, embedder=cache, workdir=workdir, strategies=["hybrid"])
         cache.save()
-    strategies: dict[str, EvalStrategy] = {
-        "hybrid": STRATEGIES["hybrid"],
-        "prune-grow w/o hierarchy": STRATEGIES["cam-no-hierarchy"],
-        **{f"prune-grow, {n}": EvalStrategy("prune-grow", grow=g) for n, g in VARIANTS.items()},
+    # label -> (registry strategy, growth settings)
+    strategies: dict[str, tuple[str, GrowSettings]] = {
+        "hybrid": ("hybrid", DEFAULT_GROW),
+        "prune-grow-no-hierarchy": ("prune-grow-no-hierarchy", DEFAULT_GROW),
+        **{f"prune-grow, {n}": ("prune-grow", g) for n, g in VARIANTS.items()},
     }
     scopes = scope_of(evalset)
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
@@ -79,8 +80,9 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
                     Memory.open(workdir / "eval-memories.db", name, embedder=cache)
                 )
             gold = [g.text for g in question.gold]
-            for label, strategy in strategies.items():
-                passages = strategy(opened[name], question.question).passages
+            for label, (strategy, grow) in strategies.items():
+                context = ranked_context(opened[name], strategy, question.question, grow=grow)
+                passages = context.passages
                 recalls[label].append(
                     [evidence_recall(truncate_to_budget(passages, b), gold) for b in BUDGETS]
                 )

@@ -28,7 +28,7 @@ from cam_engine.types import SUMMARY, Node
 TOP_SIZE = 10
 # A covering level whose kept groups fall short of its target is grouped again from
 # scratch, so that its groups follow similarity over the whole memory (the top-down walk,
-# cam-traverse, relies on it: on the hard HotpotQA questions it loses 0.16 recall at
+# traverse, relies on it: on the hard HotpotQA questions it loses 0.16 recall at
 # 1,000 tokens when groups are only ever extended). That costs O(roots^2) and rewrites
 # most covering summaries (an LLM call each) in every batch, and a level below the top
 # (target ceil(roots / max_cluster_size)) nearly always falls short: with more roots

@@ -26,17 +26,18 @@ from typing import Any
 
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
+from cam_engine.retrieval.strategies import BASELINE, CAM, STRATEGIES, strategy_named
 from cam_engine.types import PAGE
 
 QUESTION_TYPES = ("who", "where", "when", "which", "what", "how many")
-# The registry strategies that run offline in seconds per question on five books
-# (memagent reads every chunk of the memory per question: minutes; ask for it by name).
-DEFAULT_STRATEGIES = ("prune-grow", "global", "traverse", "hybrid", "dense", "bm25")
-VIEW_STRATEGIES = {"lookup": "readagent", "lookup-seq": "readagent", "research": "gam"}
-# GAM answers with its integrated result alone by default; its evidence is then the
-# source pages, as in cam eval's gam-research.
-ADAPTER_OPTIONS: dict[str, dict[str, str]] = {"research": {"output": "sources"}}
 BATCH_SIZE = 64
+
+
+def default_strategies() -> list[str]:
+    """The CAM strategies and the baselines of the registry: they run offline in seconds
+    per question on five books (the adapters build views, memagent reads every chunk
+    per question, the ablations need their own build). Any other is asked for by name."""
+    return [s.name for s in STRATEGIES.values() if s.family in (CAM, BASELINE)]
 
 
 @dataclass(frozen=True)
@@ -174,9 +175,12 @@ def contains_answer(text: str, answers: Sequence[str]) -> bool:
 
 def build_memory(memory: Memory, paths: Sequence[Path], strategies: Sequence[str]) -> None:
     """Ingest the books (a no-op for those already in the memory) and build the views
-    the adapter strategies read, extractively."""
+    the adapter strategies read, extractively. A strategy that needs a memory built
+    otherwise (``needs_build``) is refused first, not after the books are embedded."""
+    for name in strategies:
+        strategy_named(name).check_build(memory.name, memory.settings)
     memory.ingest([str(p) for p in paths], batch_size=BATCH_SIZE)
-    for view in sorted({VIEW_STRATEGIES[s] for s in strategies if s in VIEW_STRATEGIES}):
+    for view in sorted({v for s in strategies if (v := strategy_named(s).view) is not None}):
         from cam_engine.adapters.registry import VIEW_BUILDERS
 
         if not memory.view_nodes(view, PAGE):  # both views keep pages
@@ -201,7 +205,8 @@ def ask_books(
             reply = memory.ask(
                 q.question,
                 strategy=name,
-                options=ADAPTER_OPTIONS.get(name),
+                # As cam eval asks it (research: its evidence is its source pages).
+                options=strategy_named(name).evaluation.options or None,
                 documents=[book_document(q)] if scoped else None,
             )
             seconds = time.perf_counter() - started

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cam_engine.errors import InputError
+from cam_engine.eval.contexts import RENAMED
 from cam_engine.eval.metrics import paired_difference
 from cam_engine.eval.runner import EvalRun
 
@@ -27,6 +28,11 @@ def load_results(path: Path) -> dict[str, Any]:
         raise InputError(f"{file}: not a cam eval results.json ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("results"), list):
         raise InputError(f"{file}: not a cam eval results.json (no per-question results)")
+    if old := next((s for s in data.get("strategies", []) if s in RENAMED), None):
+        raise InputError(
+            f"{file}: written with the old strategy names ({old} is now {RENAMED[old]}): "
+            "run it again to compare"
+        )
     return data
 
 

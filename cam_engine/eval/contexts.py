@@ -1,17 +1,19 @@
 """The context each compared strategy would hand the answering LLM, best first.
 
-Every eval strategy is a strategy of the engine's registry
-(``cam_engine.retrieval.strategies``), run through ``Memory.ask``'s own retrieval step
-with the same options a user gets, on the SAME memory (same chunks, embedder and
-settings); the harness then cuts the ranked context to each token budget. The
-ablations are the registry's prune-grow on level 0 only (no hierarchy) or on a memory
-built without ego-splitting (no flexibility). A retrieval's context is its evidence
-chunks best first, then the other chunks it reached by relevance (so a large budget
-is filled in score order, not cut where the selector stopped), then its summaries.
+``cam eval`` names its strategies as ``cam ask --strategy`` does: each is a strategy of
+the engine's registry (``cam_engine.retrieval.strategies``), run through the same
+``Strategy.retrieve`` as ``Memory.ask`` with the options a user gets (and those its
+``EvalUse`` names), on the SAME memory (same chunks, embedder and settings), or for a
+strategy that ``needs_build`` other settings (prune-grow-no-flexibility) on the same
+documents built with them. The harness then cuts the ranked context to each token
+budget. A retrieval's context is its evidence chunks best first, then the other chunks
+it reached by relevance (so a large budget is filled in score order, not cut where the
+selector stopped), then its summaries.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,13 @@ from cam_engine.llm.base import Usage
 from cam_engine.memory import Memory
 from cam_engine.retrieval.base import Retrieval
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
-from cam_engine.retrieval.strategies import AskOptions, strategy_named
+from cam_engine.retrieval.strategies import (
+    ADAPTER,
+    STRATEGIES,
+    AskOptions,
+    Strategy,
+    strategy_named,
+)
 from cam_engine.types import Node
 
 TOP_K = 10  # CAM's fast localization (the reference's default; cam eval --top-k)
@@ -40,49 +48,54 @@ class Scope:
     """A memory the questions are asked against, and what strategies cache about it."""
 
     memory: Memory
-    ablation: Memory | None = None  # the same documents built without ego-splitting
+    # The same documents built with other settings, for the strategies that need them:
+    # build_suffix(needs_build) -> memory.
+    builds: dict[str, Memory] = field(default_factory=dict)
     top_k: int = TOP_K  # nodes found by fast localization
     _chunks: dict[str, dict[str, Node]] = field(default_factory=dict)  # memory -> chunks
 
+    def memory_for(self, spec: Strategy) -> Memory:
+        """The memory ``spec`` is asked of: this scope's, or the one built as it needs."""
+        if not spec.needs_build:
+            return self.memory
+        return self.builds[build_suffix(spec.needs_build)]
+
+    def memories(self) -> list[Memory]:
+        return [self.memory, *self.builds.values()]
+
     def chunks(self, memory: Memory) -> dict[str, Node]:
-        """Every chunk of ``memory`` (this scope's or its ablation) by id, read once per
-        memory, not per question (backfill names chunks by id)."""
+        """Every chunk of ``memory`` (this scope's or one of its builds) by id, read once
+        per memory, not per question (backfill names chunks by id)."""
         if memory.name not in self._chunks:
             self._chunks[memory.name] = {n.id: n for n in memory.chunks()}
         return self._chunks[memory.name]
 
 
-@dataclass(frozen=True)
-class EvalStrategy:
-    """An eval name for a registry strategy, with the options it is run with."""
+def build_suffix(settings: Mapping[str, Any]) -> str:
+    """A memory-name suffix for a build with these settings ("ego_split-false")."""
+    text = "-".join(f"{k}-{v}" for k, v in sorted(settings.items())).lower()
+    return re.sub(r"[^a-z0-9_-]", "_", text)
 
-    ask: str  # the registry's name (cam ask --strategy)
-    level: int | None = None
-    ablation: bool = False  # asked of the memory built without ego-splitting
-    adapter: Mapping[str, Any] = field(default_factory=dict)
-    answer_first: bool = False  # the strategy's own answer leads its context
-    grow: GrowSettings = DEFAULT_GROW
 
-    def __call__(self, scope: Scope, question: str) -> RankedContext:
-        memory = scope.memory
-        if self.ablation:
-            assert scope.ablation is not None, "the ablation memory is built by the runner"
-            memory = scope.ablation
-        spec = strategy_named(self.ask)
-        options = AskOptions(
-            top_k=scope.top_k,
-            max_turns=MAX_TURNS,
-            level=self.level,
-            adapter=self.adapter,
-            grow=self.grow,
-        )
-        found = spec.run(memory, question, options)
-        nodes = context_nodes(found, scope.chunks(memory))
-        passages = [n.text for n in nodes]
-        ids = [n.id for n in nodes]
-        if self.answer_first and found.answer is not None:
-            passages, ids = [found.answer.text, *passages], ["result", *ids]
-        return RankedContext(passages, ids, found.usage)
+def ranked_context(
+    scope: Scope, name: str, question: str, *, grow: GrowSettings = DEFAULT_GROW
+) -> RankedContext:
+    """The context strategy ``name`` hands the answerer for ``question``, best first."""
+    spec = strategy_named(name)
+    memory = scope.memory_for(spec)
+    options = AskOptions(
+        top_k=scope.top_k,
+        max_turns=MAX_TURNS,
+        adapter=spec.evaluation.options,
+        grow=grow,
+    )
+    found = spec.retrieve(memory, question, options)
+    nodes = context_nodes(found, scope.chunks(memory))
+    passages = [n.text for n in nodes]
+    ids = [n.id for n in nodes]
+    if spec.evaluation.answer_first and found.answer is not None:
+        passages, ids = [found.answer.text, *passages], ["result", *ids]
+    return RankedContext(passages, ids, found.usage)
 
 
 def context_nodes(found: Retrieval, chunks: Mapping[str, Node]) -> list[Node]:
@@ -94,37 +107,35 @@ def context_nodes(found: Retrieval, chunks: Mapping[str, Node]) -> list[Node]:
     return [n for n in evidence if n.level == 0] + backfill + summaries + found.extra_context
 
 
-STRATEGIES: dict[str, EvalStrategy] = {
-    "bm25": EvalStrategy("bm25"),
-    "dense": EvalStrategy("dense"),
-    "hybrid": EvalStrategy("hybrid"),
-    "cam-global": EvalStrategy("global"),
-    "cam-traverse": EvalStrategy("traverse"),
-    "cam-prune-grow": EvalStrategy("prune-grow"),
-    # CAM Table 3 "w/o hierarchy": prune-and-grow on the level-0 network only.
-    "cam-no-hierarchy": EvalStrategy("prune-grow", level=0),
-    # CAM Table 3 "w/o flexibility": prune-and-grow on a memory built without
-    # ego-splitting (label propagation on the chunks themselves: no overlap).
-    "cam-no-flexibility": EvalStrategy("prune-grow", ablation=True),
-    # ReadAgent-P: the pages it looked up, then the gists of the others.
-    "readagent-lookup": EvalStrategy("lookup"),
-    # GAM: the integrated result, then the source pages' raw content.
-    "gam-research": EvalStrategy("research", adapter={"output": "sources"}, answer_first=True),
+# The names cam eval used before it took the registry's: each is one clear error naming
+# the new one, not an alias.
+RENAMED = {
+    "cam-prune-grow": "prune-grow",
+    "cam-global": "global",
+    "cam-traverse": "traverse",
+    "cam-no-hierarchy": "prune-grow-no-hierarchy",
+    "cam-no-flexibility": "prune-grow-no-flexibility",
+    "readagent-lookup": "lookup",
+    "gam-research": "research",
 }
-NEEDS_ABLATION = {name for name, s in STRATEGIES.items() if s.ablation}
-# Adapter strategies read a view of the memory, built (extractively) with it.
-NEEDS_VIEW = {
-    name: view for name, s in STRATEGIES.items() if (view := strategy_named(s.ask).view) is not None
-}
-# By default adapters run only where they apply: a memory per document (a meeting, a
-# haystack), not a pool of 2,000 unrelated paragraphs of one page each.
-ADAPTERS = tuple(NEEDS_VIEW)
+
+
+def check_name(name: str) -> Strategy:
+    """The registry's strategy ``name``; an old eval name is an error naming the new one."""
+    if name in RENAMED:
+        raise ConfigError(f"{name} is now {RENAMED[name]} (cam eval takes cam ask's names)")
+    return strategy_named(name)
 
 
 def strategy_names(requested: Sequence[str] | None, *, pooled: bool = False) -> list[str]:
-    default = [n for n in STRATEGIES if not (pooled and n in ADAPTERS)]
-    names = list(requested or default)
-    unknown = [n for n in names if n not in STRATEGIES]
-    if unknown:
-        raise ConfigError(f"unknown strategy {unknown[0]!r}: use any of {', '.join(STRATEGIES)}")
-    return names
+    """The strategies to evaluate: those asked for, checked, else every registry
+    strategy evaluated by default (the adapters only where each question has its own
+    document: a memory per document, a meeting or a haystack, not a pool of 2,000
+    unrelated paragraphs of one page each)."""
+    if requested:
+        return [check_name(n).name for n in requested]
+    return [
+        s.name
+        for s in STRATEGIES.values()
+        if s.evaluation.default and not (pooled and s.family == ADAPTER)
+    ]

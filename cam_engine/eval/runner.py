@@ -5,8 +5,9 @@ Scopes: when every question names exactly one document (QMSum meetings, NIAH
 haystacks, LoCoMo dialogues) each document gets its own memory; otherwise (HotpotQA,
 MuSiQue, 2Wiki: the CAM paper's Appendix G setting) all documents are pooled into
 one. Memories live in one SQLite file under ``--out`` (one named memory each), built
-with one embedder whose vectors are cached by text, so the no-ego-splitting ablation
-re-embeds nothing but its own summaries.
+with one embedder whose vectors are cached by text, so a second build of the same
+documents for a strategy that ``needs_build`` other settings (the no-ego-splitting
+ablation, prune-grow-no-flexibility) re-embeds nothing but its own summaries.
 
 What is scored depends on the set's ``scoring``: "evidence" (the share of the gold
 items inside each budget's context, and the reciprocal rank of the first passage
@@ -33,12 +34,11 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.eval.churn import ChurnReport, churn, churn_totals, churned_documents
 from cam_engine.eval.contexts import (
-    NEEDS_ABLATION,
-    NEEDS_VIEW,
-    STRATEGIES,
     TOP_K,
     RankedContext,
     Scope,
+    build_suffix,
+    ranked_context,
 )
 from cam_engine.eval.dataset import (
     KIND_LONG,
@@ -64,10 +64,11 @@ from cam_engine.eval.metrics import (
 )
 from cam_engine.llm.base import Answerer
 from cam_engine.memory import Memory
+from cam_engine.retrieval.strategies import Strategy, strategy_named
 
 BUDGETS = (500, 1000, 2000, 4000)
 BATCH_SIZE = 64
-PAIRED_WITH = "cam-prune-grow"  # compared question by question with every other strategy
+PAIRED_WITH = "prune-grow"  # compared question by question with every other strategy
 POOLED_THETA = 0.32  # docs/defaults.md: pooled short documents need a lower threshold
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -298,7 +299,9 @@ def run_eval(
     texts: dict[str, str | Conversation] = {
         d.id: d.conversation or d.text for d in evalset.documents
     }
-    ablation = any(s in NEEDS_ABLATION for s in strategies)
+    specs = [strategy_named(s) for s in strategies]
+    # Each other build the strategies need, by its memory-name suffix.
+    builds = {build_suffix(s.needs_build): s.needs_build for s in specs if s.needs_build}
 
     build: dict[str, Any] = {
         "memories": len(scopes),
@@ -315,11 +318,12 @@ def run_eval(
         churned = set(churned_documents(every, churn_fraction, churn_seed))
     churns: list[ChurnReport] = []
     for name, doc_ids in scopes.items():
-        memory = Memory.open(db, name, settings=chosen, embedder=embedder)
-        flat = None
-        if ablation:
-            flat_settings = replace(chosen, ego_split=False)
-            flat = Memory.open(db, f"{name}-flat", settings=flat_settings, embedder=embedder)
+        scope = Scope(Memory.open(db, name, settings=chosen, embedder=embedder), top_k=top_k)
+        built[name] = scope
+        for suffix, needs in builds.items():
+            scope.builds[suffix] = Memory.open(
+                db, f"{name}-{suffix}", settings=replace(chosen, **needs), embedder=embedder
+            )
         # Short documents share batches: one batch per paragraph would run the whole
         # hierarchy update 2,000 times for pooled HotpotQA.
         pairs = [(doc_id, texts[doc_id]) for doc_id in doc_ids]
@@ -339,22 +343,18 @@ def run_eval(
             reached = min(written[0], size) if size > 1 else 0
             notify("build", done + reached, documents_total)
 
-        reports = [memory.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick)]
-        if flat is not None:
-            reports.append(flat.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick))
+        reports = [
+            m.ingest_documents(pairs, batch_size=BATCH_SIZE, on_batch=tick)
+            for m in scope.memories()
+        ]
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
         if mine := [doc for doc in doc_ids if doc in churned]:
-            for churning in (m for m in (memory, flat) if m is not None):
+            for churning in scope.memories():
                 churns.append(_churn(churning, mine, texts, notify))
                 llm_calls += churns[-1].llm_calls
-        for view in sorted({NEEDS_VIEW[s] for s in strategies if s in NEEDS_VIEW}):
-            from cam_engine.adapters.registry import VIEW_BUILDERS
-
-            view_report = VIEW_BUILDERS[view](memory, None, None)  # extractive views
-            llm_calls += view_report.log.usage.calls
+        llm_calls += _build_views(scope, specs)
         documents_done += len(doc_ids)
         notify("build", documents_done, documents_total)
-        built[name] = Scope(memory, flat, top_k=top_k)
     build["seconds"] = round(time.perf_counter() - started, 2)
     if churn_fraction is not None:
         build["churn"] = churn_totals(churns, churn_fraction, churn_seed)
@@ -390,10 +390,21 @@ def run_eval(
             notify("questions", done, total)
     finally:
         for scope in built.values():
-            scope.memory.close()
-            if scope.ablation is not None:
-                scope.ablation.close()
+            for memory in scope.memories():
+                memory.close()
     return run
+
+
+def _build_views(scope: Scope, specs: Sequence[Strategy]) -> int:
+    """The adapter views the strategies read, built extractively on the memories they
+    are asked of; the LLM calls that took (none offline)."""
+    from cam_engine.adapters.registry import VIEW_BUILDERS
+
+    wanted = {(scope.memory_for(s).name, s.view): scope.memory_for(s) for s in specs if s.view}
+    calls = 0
+    for (_, view), memory in sorted(wanted.items(), key=lambda item: item[0]):
+        calls += VIEW_BUILDERS[view](memory, None, None).log.usage.calls
+    return calls
 
 
 def _churn(
@@ -420,7 +431,7 @@ def _score(
     scoring: str = SCORING_EVIDENCE,
 ) -> tuple[QuestionResult, RankedContext]:
     start = time.perf_counter()
-    ranked: RankedContext = STRATEGIES[strategy](scope, question.question)
+    ranked = ranked_context(scope, strategy, question.question)
     seconds = time.perf_counter() - start
     gold = [g.text for g in question.gold]
     scores: dict[str, dict[int, float]] = {m.key: {} for m in METRICS[scoring]}
@@ -496,7 +507,7 @@ def answer_table(run: EvalRun) -> str:
 
 
 def paired_table(run: EvalRun, metric: Metric | None = None) -> str:
-    """cam-prune-grow minus each other strategy, per budget: mean [95% CI] (wins/losses),
+    """prune-grow minus each other strategy, per budget: mean [95% CI] (wins/losses),
     of ``metric`` (default: the first compared one, recall or ROUGE-L recall)."""
     if PAIRED_WITH not in run.strategies or len(run.strategies) < 2:
         return ""

@@ -1,19 +1,22 @@
 """Every retrieval strategy by name: the one registry that ``Memory.ask``, ``cam ask``,
-``cam eval`` and the benches dispatch through, so an evaluation measures exactly the
-path a user runs.
+the MCP ``ask`` tool, ``cam eval`` and the benches dispatch through, so an evaluation
+measures exactly the path a user runs, under the name a user types.
 
 A strategy takes the memory (the public API), the question and ``AskOptions``, and
 returns a ``Retrieval``: the evidence best first, what would fill a larger budget,
-and, for the adapters, which write their own answer, that answer.
+and, for the adapters, which write their own answer, that answer. Adding one is a
+module with that function and one ``Strategy`` line in ``STRATEGIES`` below
+(docs/architecture.md, "Adding a retrieval strategy"); nothing else lists them.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from cam_engine.config import Settings
 from cam_engine.errors import ConfigError
 from cam_engine.llm.base import AnswerText, ChatModel, Selector
 from cam_engine.progress import ProgressCallback
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
 CAM = "cam"
 BASELINE = "baseline"
 ADAPTER = "adapter"
+ABLATION = "ablation"  # CAM without one of its parts, for comparison (CAM Table 3)
 
 
 @dataclass(frozen=True)
@@ -58,13 +62,65 @@ Run = Callable[["Memory", str, AskOptions], Retrieval]
 
 
 @dataclass(frozen=True)
+class EvalUse:
+    """How ``cam eval`` asks with a strategy (it asks with any of them by name)."""
+
+    default: bool = True  # in cam eval's default set (False: minutes per question)
+    options: Mapping[str, Any] = field(default_factory=dict)  # adapter options it asks with
+    answer_first: bool = False  # the strategy's own answer leads the context scored
+
+
+@dataclass(frozen=True)
 class Strategy:
     name: str
-    family: str  # CAM, BASELINE or ADAPTER
+    family: str  # CAM, BASELINE, ADAPTER or ABLATION
     help: str
     run: Run
     view: str | None = None  # the adapter view it reads (built by `cam ingest --view`)
     writes: bool = False  # it stores what it reads as it goes (MemAgent's memory states)
+    # Settings the memory must have been built with (e.g. {"ego_split": False}):
+    # asking another memory is one ConfigError; cam eval builds such a memory beside
+    # the default one.
+    needs_build: Mapping[str, Any] = field(default_factory=dict)
+    evaluation: EvalUse = field(default_factory=EvalUse)
+
+    def __post_init__(self) -> None:
+        known = {f.name for f in fields(Settings)}
+        if unknown := sorted(set(self.needs_build) - known):
+            raise ConfigError(f"strategy {self.name!r}: no setting {unknown[0]!r} to build with")
+
+    def retrieve(self, memory: Memory, question: str, options: AskOptions) -> Retrieval:
+        """``run`` on a memory built as this strategy needs, the result under its name."""
+        self.check_build(memory.name, memory.settings)
+        found = self.run(memory, question, options)
+        found.strategy = self.name
+        return found
+
+    def check_build(self, memory_name: str, settings: Settings) -> None:
+        """A ConfigError when the memory was built otherwise than ``needs_build`` says."""
+        built = settings.to_dict()
+        wrong = {k: v for k, v in self.needs_build.items() if built[k] != v}
+        if not wrong:
+            return
+        need = ", ".join(f"{k}={v!r}" for k, v in wrong.items())
+        has = ", ".join(f"{k}={built[k]!r}" for k in wrong)
+        raise ConfigError(
+            f"strategy {self.name!r} needs a memory built with {need}, and {memory_name!r} "
+            f"was built with {has}: ingest into a new memory with "
+            f"`cam ingest --memory NAME {build_flags(wrong)}`"
+        )
+
+
+def build_flags(settings: Mapping[str, Any]) -> str:
+    """The ``cam ingest`` options that build a new memory with these settings."""
+    flags = []
+    for name, value in settings.items():
+        flag = name.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            flags.append(f"--{flag} {value}")
+    return " ".join(flags)
 
 
 def _vector(memory: Memory, question: str) -> Any:
@@ -102,6 +158,10 @@ def _prune_grow(memory: Memory, question: str, options: AskOptions) -> Retrieval
         documents=options.documents,
         on_progress=options.progress,
     )
+
+
+def _prune_grow_level_0(memory: Memory, question: str, options: AskOptions) -> Retrieval:
+    return _prune_grow(memory, question, replace(options, level=0))
 
 
 def _adapter(name: str) -> Run:
@@ -192,6 +252,19 @@ STRATEGIES: dict[str, Strategy] = {
             _prune_grow,
         ),
         Strategy(
+            "prune-grow-no-hierarchy",
+            ABLATION,
+            "prune-grow on the chunks alone, no summary levels: CAM's 'w/o hierarchy'",
+            _prune_grow_level_0,
+        ),
+        Strategy(
+            "prune-grow-no-flexibility",
+            ABLATION,
+            "prune-grow on a memory built without ego-splitting: CAM's 'w/o flexibility'",
+            _prune_grow,
+            needs_build={"ego_split": False},
+        ),
+        Strategy(
             "global",
             CAM,
             "fast localization only: top-k nodes of all levels",
@@ -215,6 +288,7 @@ STRATEGIES: dict[str, Strategy] = {
             "ReadAgent-S: one page per turn",
             _adapter("lookup-seq"),
             "readagent",
+            evaluation=EvalUse(default=False),
         ),
         Strategy(
             "memagent",
@@ -222,6 +296,7 @@ STRATEGIES: dict[str, Strategy] = {
             "MemAgent: read in order, overwrite a memory",
             _adapter("memagent"),
             writes=True,
+            evaluation=EvalUse(default=False),
         ),
         Strategy(
             "research",
@@ -229,6 +304,8 @@ STRATEGIES: dict[str, Strategy] = {
             "GAM: plan, search, integrate, reflect",
             _adapter("research"),
             "gam",
+            # Evaluated on its integrated result, then its source pages' raw content.
+            evaluation=EvalUse(options={"output": "sources"}, answer_first=True),
         ),
     )
 }
@@ -242,3 +319,15 @@ def strategy_named(name: str) -> Strategy:
         raise ConfigError(
             f"unknown strategy {name!r}: use one of {', '.join(STRATEGIES)}"
         ) from None
+
+
+def described() -> str:
+    """Every strategy with its help and what it needs, for ``--help`` and the MCP
+    ``ask`` tool (read when asked, so a strategy added to the registry is in it)."""
+    parts = []
+    for s in STRATEGIES.values():
+        needs = [f"`cam ingest --view {s.view}`"] if s.view else []
+        if s.needs_build:
+            needs.append(f"a memory built by `cam ingest {build_flags(s.needs_build)}`")
+        parts.append(f"{s.name}: {s.help}" + (f" (needs {', '.join(needs)})" if needs else ""))
+    return "; ".join(parts) + "."

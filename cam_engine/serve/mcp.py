@@ -26,7 +26,7 @@ from pydantic import Field, ValidationError
 
 from cam_engine import __version__
 from cam_engine.errors import CamError, NotFoundError
-from cam_engine.retrieval.strategies import DEFAULT, STRATEGIES
+from cam_engine.retrieval.strategies import DEFAULT, STRATEGIES, described
 from cam_engine.serve.tools import MemoryTools, describe, one_line
 
 logger = logging.getLogger(__name__)
@@ -191,11 +191,9 @@ def create_server(tools: MemoryTools) -> MCPServer[Any]:
         strategy: Annotated[
             str,
             Field(
-                description="How evidence is found. prune-grow (default): CAM's search "
-                "from the best nodes of all levels along their members, neighbours and "
-                "shared rare words; global: the closest nodes of all levels; traverse: top "
-                "down from the top level; hybrid, dense, bm25: chunks only. lookup, "
-                "lookup-seq, research need a view built by `cam ingest --view`.",
+                # Read from the registry as the server is made: a strategy added
+                # to it is offered here with nothing else to edit.
+                description=f"How evidence is found (default {DEFAULT}). {described()}",
                 json_schema_extra={"enum": list(STRATEGIES)},
             ),
         ] = DEFAULT,

@@ -120,3 +120,13 @@ def test_cam_eval_books_scores_answers_and_evidence_per_strategy(tmp_path: Path)
     assert summary["prune-grow"]["answer_contains"] == 2
     missing = CliRunner().invoke(cli, ["eval", "books", str(questions)], env=env)
     assert missing.exit_code != 0 and "--books-dir" in missing.output
+    # Its one memory is built with the default settings: an ablation that needs another
+    # build is refused in one line before any book is ingested.
+    out = tmp_path / "out"
+    flexible = [*args, "--strategies", "prune-grow-no-flexibility", "--out", str(out)]
+    refused = CliRunner().invoke(cli, flexible, env=env)
+    assert refused.exit_code == 1
+    assert refused.output.startswith(
+        "Error: strategy 'prune-grow-no-flexibility' needs a memory built with ego_split=False"
+    )
+    assert not (out / "books.db").exists() or b"Orkneys" not in (out / "books.db").read_bytes()

@@ -77,7 +77,7 @@ def test_churned_documents_are_a_seeded_share() -> None:
 
 def test_run_eval_with_churn_scores_the_same_chunks(essays: Path, tmp_path: Path) -> None:
     evalset = essays_set(essays, pooled=True)
-    strategies = ["bm25", "cam-prune-grow", "cam-no-flexibility"]
+    strategies = ["bm25", "prune-grow", "prune-grow-no-flexibility"]
     once = run_eval(evalset, embedder=EMBEDDER, workdir=tmp_path / "a", strategies=strategies)
     stages: list[tuple[str, int, int]] = []
     churned = run_eval(
@@ -114,7 +114,7 @@ def test_run_eval_with_churn_scores_the_same_chunks(essays: Path, tmp_path: Path
 def test_cam_eval_churn_and_paired_with(essays: Path, tmp_path: Path) -> None:
     data = tmp_path / "own.jsonl"
     write_jsonl(essays_set(essays, pooled=True), data)
-    base = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-prune-grow", "--budgets",
+    base = ["eval", "jsonl", str(data), "--strategies", "bm25,prune-grow", "--budgets",
             "200,1000"]  # fmt: skip
     once = CliRunner().invoke(cli, [*base, "--out", str(tmp_path / "once")], env=ENV)
     assert once.exit_code == 0, once.output
@@ -122,12 +122,12 @@ def test_cam_eval_churn_and_paired_with(essays: Path, tmp_path: Path) -> None:
     churned = CliRunner().invoke(cli, [*args, "--out", str(tmp_path / "churned")], env=ENV)
     assert churned.exit_code == 0, churned.output
     assert "2 documents then deleted and ingested again" in churned.stdout
-    assert "this run minus" in churned.stdout and "| cam-prune-grow | " in churned.stdout
+    assert "this run minus" in churned.stdout and "| prune-grow | " in churned.stdout
     saved = json.loads((tmp_path / "churned" / "results.json").read_text())
     assert saved["build"]["churn"]["seed"] == 7 and saved["build"]["churn"]["documents"] == 2
     rows = saved["paired_with"]["rows"]
     assert {(r["strategy"], r["budget"]) for r in rows} == {
-        (s, b) for s in ("bm25", "cam-prune-grow") for b in (200, 1000)
+        (s, b) for s in ("bm25", "prune-grow") for b in (200, 1000)
     }
     assert all(r["questions"] == 3 and r["low"] <= r["difference"] <= r["high"] for r in rows)
     # bm25 reads only chunks, which churn gives back: no question moves.

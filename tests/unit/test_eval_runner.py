@@ -57,7 +57,13 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
         evalset,
         embedder=EMBEDDER,
         workdir=tmp_path,
-        strategies=["bm25", "dense", "cam-prune-grow", "cam-no-hierarchy", "cam-no-flexibility"],
+        strategies=[
+            "bm25",
+            "dense",
+            "prune-grow",
+            "prune-grow-no-hierarchy",
+            "prune-grow-no-flexibility",
+        ],
         budgets=[50, 4000],
     )
     assert len(run.results) == 3 * 5
@@ -73,12 +79,12 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
         (s, b) for s in run.strategies for b in (50, 4000)
     }
     assert all(r["recall_low"] <= r["recall"] <= r["recall_high"] for r in rows)
-    paired = run.paired("cam-prune-grow", 4000)
+    paired = run.paired("prune-grow", 4000)
     assert [r["other"] for r in paired] == [
         "bm25",
         "dense",
-        "cam-no-hierarchy",
-        "cam-no-flexibility",
+        "prune-grow-no-hierarchy",
+        "prune-grow-no-flexibility",
     ]
     for r in paired:
         assert r["low"] <= r["difference"] <= r["high"] and r["wins"] + r["losses"] <= 3
@@ -87,7 +93,7 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
     written = write_outputs(run, tmp_path / "out")
     assert [p.name for p in written] == ["results.json", "table.md", "recall.png"]
     assert written[2].read_bytes()[:4] == b"\x89PNG"
-    assert "cam-prune-grow minus" in written[1].read_text()
+    assert "prune-grow minus" in written[1].read_text()
     saved = json.loads(written[0].read_text())
     assert len(saved["paired"]) == 4 * 2
     assert len(saved["results"]) == 15 and saved["build"]["chunks"] > 0
@@ -115,13 +121,13 @@ def test_cam_eval_command_on_own_jsonl(essays: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(
         cli,
-        ["eval", "jsonl", str(data), "--strategies", "bm25,dense,cam-global", "--budgets",
+        ["eval", "jsonl", str(data), "--strategies", "bm25,dense,global", "--budgets",
          "200,1000", "--out", str(out), "--json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert summary["questions"] == 3 and summary["build"]["memories"] == 3
-    assert {r["strategy"] for r in summary["summary"]} == {"bm25", "dense", "cam-global"}
+    assert {r["strategy"] for r in summary["summary"]} == {"bm25", "dense", "global"}
     assert (out / "table.md").exists() and (out / "recall.png").exists()
 
 
@@ -139,13 +145,13 @@ def test_adapter_strategies_run_on_per_document_memories(essays: Path, tmp_path:
         evalset,
         embedder=EMBEDDER,
         workdir=tmp_path,
-        strategies=["readagent-lookup", "gam-research"],
+        strategies=["lookup", "research"],
         budgets=[300, 4000],
     )
-    assert {r.strategy for r in run.results} == {"readagent-lookup", "gam-research"}
+    assert {r.strategy for r in run.results} == {"lookup", "research"}
     assert all(r.llm_calls == 0 and r.activated > 0 for r in run.results)
     # GAM's keyword search finds the page holding the quoted sentence.
-    assert all(r.scores["recall"][4000] == 1.0 for r in run.results if r.strategy == "gam-research")
+    assert all(r.scores["recall"][4000] == 1.0 for r in run.results if r.strategy == "research")
 
 
 def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_path: Path) -> None:
@@ -172,7 +178,7 @@ def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_
             evalset,
             embedder=EMBEDDER,
             workdir=tmp_path,
-            strategies=["bm25", "cam-global"],
+            strategies=["bm25", "global"],
             budgets=[200, 1000],
             answerer=ChatAnswerer(chat),
             answer_budget=200,
@@ -186,11 +192,11 @@ def test_an_answering_llm_is_scored_on_each_strategys_context(essays: Path, tmp_
     first = by_question[("q0", "bm25")]
     assert first.answer == "Leonardo" and first.answer_scores["em"] == 1.0
     assert by_question[("q2", "bm25")].answer_scores == {"em": 0.0, "f1": 0.0, "sub_em": 0.0}
-    long = by_question[("q1", "cam-global")].answer_scores
+    long = by_question[("q1", "global")].answer_scores
     assert set(long) == {"rouge1", "rouge2", "rouge_l"} and 0 < long["rouge1"] < 1
     assert all(r.answer_llm_calls == 1 and r.answer_tokens > 0 for r in run.results)
     summary = run.answer_summary()
-    assert [row["strategy"] for row in summary] == ["bm25", "cam-global"]
+    assert [row["strategy"] for row in summary] == ["bm25", "global"]
     assert "em" in answer_table(run) and "rouge_l" in answer_table(run)
 
 
@@ -198,7 +204,7 @@ def test_cam_eval_options_are_checked_before_any_work(essays: Path, tmp_path: Pa
     data = tmp_path / "own.jsonl"
     write_jsonl(essays_set(essays, pooled=True), data)
     env = {"CAM_EMBED_MODEL": "hashing:64"}
-    base = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-global"]
+    base = ["eval", "jsonl", str(data), "--strategies", "bm25,global"]
     zero = CliRunner().invoke(cli, [*base, "--limit", "0"], env=env)
     assert zero.exit_code == 2 and "--limit" in zero.output
     budget = CliRunner().invoke(cli, [*base, "--budgets", "0,500"], env=env)
@@ -228,7 +234,7 @@ def test_cam_eval_on_a_single_document_of_its_own(essays: Path, tmp_path: Path) 
     # Every question has its own document and only one is used: one per-document memory.
     data = tmp_path / "own.jsonl"
     write_jsonl(essays_set(essays, pooled=False), data)
-    args = ["eval", "jsonl", str(data), "--strategies", "bm25,cam-global", "--limit", "1"]
+    args = ["eval", "jsonl", str(data), "--strategies", "bm25,global", "--limit", "1"]
     ran = CliRunner().invoke(cli, [*args, "--json"], env={"CAM_EMBED_MODEL": "hashing:64"})
     assert ran.exit_code == 0, ran.output
     assert json.loads(ran.stdout)["questions"] == 1
@@ -272,7 +278,7 @@ def test_summary_questions_are_scored_by_rouge_recall(essays: Path, tmp_path: Pa
         evalset,
         embedder=EMBEDDER,
         workdir=tmp_path,
-        strategies=["bm25", "dense", "cam-prune-grow"],
+        strategies=["bm25", "dense", "prune-grow"],
         budgets=[20, 4000],
     )
     assert run.scoring == "summary" and run.excluded == ["q2"]
@@ -327,7 +333,7 @@ def test_cam_eval_qmsum_general_queries_end_to_end(tmp_path: Path) -> None:
     env = {"CAM_EMBED_MODEL": "hashing:64"}
     args = ["eval", "qmsum", str(qmsum), "--queries", "general", "--limit", "2"]
     ran = CliRunner().invoke(
-        cli, [*args, "--strategies", "bm25,dense,cam-prune-grow", "--budgets", "500,2000",
+        cli, [*args, "--strategies", "bm25,dense,prune-grow", "--budgets", "500,2000",
               "--out", str(tmp_path)], env=env,
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
