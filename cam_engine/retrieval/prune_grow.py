@@ -2,7 +2,7 @@
 activated set grows, turn after turn, along the memory's graph.
 
 1. **Localize** (hybrid): the nodes closest to the question by cosine and by its
-   words, fused by reciprocal rank (localize.py), over every level, so a summary can
+   words, fused by calibrated scores (localize.py), over every level, so a summary can
    stand for a cluster the question is about. The best ``top_k`` are offered.
 2. **Prune**: the selector keeps the helpful ones; they join the activated set.
 3. **Grow**: the next candidates are what the chosen nodes lead to: their children

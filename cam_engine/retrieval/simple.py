@@ -65,7 +65,7 @@ def fused(
     top_k: int,
     documents: Documents = None,
 ) -> Retrieval:
-    """Baseline: chunks by reciprocal-rank fusion of the two above."""
+    """Baseline: chunks by the two above, fused by calibrated scores (localize.py)."""
     order = hybrid(store, question, vector, 0, max(DEPTH, top_k), documents).order
     return _ranked("hybrid", store, order, top_k)
 

@@ -11,6 +11,7 @@ import pytest
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import NotFoundError
+from cam_engine.retrieval.localize import hybrid
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
 from cam_engine.types import CHUNK, SUMMARY, Edge, Node, Replica
 from tests.conftest import shared_file
@@ -277,6 +278,30 @@ def test_asking_gives_the_same_evidence_on_every_store(
         # evidence and nearly the same set, not the same order.
         assert got[0] == wanted[0]
         assert len(set(got) & set(wanted)) >= 0.8 * max(len(got), len(wanted))
+
+
+def test_hybrid_localization_follows_whichever_ranking_tells_its_hits_apart(
+    store: GraphStore,
+) -> None:
+    """FTS5 and Lucene score the same words on different scales, and the vector
+    indexes report cosines differently; fusion calibrates each ranking by its own
+    scores, so on every store a ranking that cannot tell its hits apart leaves the
+    order to the other."""
+    texts = [
+        "Ahab paces the quarterdeck of the Pequod at night.",
+        "Starbuck drinks coffee with Stubb before the watch.",
+        "The whale rises beside the Pequod at dawn.",
+        "Queequeg carves his coffin from ship timber.",
+        "Ishmael signs on to the Pequod in Nantucket.",
+    ]
+    same = unit(0)  # every chunk one vector: the dense ranking is flat
+    with store.transaction():
+        store.upsert_nodes([Node(f"c{i}", 0, CHUNK, t, "d", i, same) for i, t in enumerate(texts)])
+    words = [i for i, _ in store.search_text(0, "Who drinks coffee on the Pequod at dawn?", 5)]
+    fused = hybrid(store, "Who drinks coffee on the Pequod at dawn?", unit(0), 0).order
+    assert len(words) >= 3 and fused[: len(words)] == words
+    # No word of the question in any chunk: the (equal) cosines alone, ties by id.
+    assert hybrid(store, "zeppelin", unit(0), 0).order == [f"c{i}" for i in range(5)]
 
 
 def test_an_unknown_neo4j_database_is_named_in_one_line() -> None:

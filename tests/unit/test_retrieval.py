@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cam_engine.errors import ConfigError
 from cam_engine.llm.base import Candidate, Selection, Usage
@@ -17,7 +19,7 @@ from cam_engine.retrieval import (
     prune_and_grow,
     traverse,
 )
-from cam_engine.retrieval.localize import fuse, hybrid
+from cam_engine.retrieval.localize import FOUND, Ranking, fuse, hybrid
 from cam_engine.retrieval.prune_grow import GrowSettings
 from cam_engine.store.base import GraphStore
 from cam_engine.store.sqlite import SqliteStore
@@ -42,12 +44,80 @@ class ScriptedSelector:
         return Selection([i for i, c in enumerate(candidates) if c.text in wanted], "x", Usage(1))
 
 
-def test_reciprocal_rank_fusion_has_the_known_order() -> None:
-    fused = fuse([["a", "b", "c"], ["c", "a"]])
-    # a: 1/61 + 1/62, c: 1/63 + 1/61, b: 1/62 alone.
+def ranking(*hits: tuple[str, float], floor: float | None = None) -> Ranking:
+    return Ranking(list(hits), floor)
+
+
+def test_fusion_scores_each_hit_in_its_rankings_spread_above_its_floor() -> None:
+    fused = fuse([ranking(("a", 3.0), ("b", 2.0), ("c", 1.0)), ranking(("c", 5.0), ("a", 4.0))])
+    spread = float(np.std([3.0, 2.0, 1.0]))
+    # Each hit FOUND plus its spreads above the last hit: a: 2 / spread + 0 / 0.5;
+    # c: 0 + 1 / 0.5; b: 1 / spread, in the first ranking only.
     assert fused.order == ["a", "c", "b"]
-    assert fused.scores["a"] == pytest.approx(1 / 61 + 1 / 62)
-    assert fuse([["x"], ["y"]]).order == ["x", "y"]  # a tie keeps the id order
+    assert fused.scores["a"] == pytest.approx(2 * FOUND + 2 / spread)
+    assert fused.scores["c"] == pytest.approx(2 * FOUND + 2.0)
+    assert fused.scores["b"] == pytest.approx(FOUND + 1 / spread)
+    assert fuse([ranking(("x", 1.0)), ranking(("y", 1.0))]).order == ["x", "y"]  # ties: ids
+
+
+def test_a_known_floor_makes_a_lone_hit_count() -> None:
+    """A full-text search returning one hit found the one node with the question's
+    rare word: measured against the floor every other node has (0), it stands out."""
+    dense = ranking(*((f"d{i}", 0.5 - 0.01 * i) for i in range(10)))
+    assert fuse([dense, ranking(("name", 7.0), floor=0.0)]).order[0] == "name"
+    assert fuse([dense, ranking(("name", 7.0))]).order[0] == "d0"  # no floor: no spread
+
+
+def test_an_uninformative_ranking_leaves_the_order_to_the_other() -> None:
+    flat = ranking(("a", 0.5), ("b", 0.5), ("c", 0.5), ("d", 0.5))
+    told = ranking(("d", 9.0), ("c", 4.0), ("a", 2.0), ("b", 1.5))
+    assert fuse([flat, told]).order == ["d", "c", "a", "b"]
+    assert fuse([told, flat]).order == ["d", "c", "a", "b"]
+    assert fuse([flat, flat]).order == ["a", "b", "c", "d"]  # nothing to go by: ids
+
+
+def test_a_ranking_whose_best_stands_out_outweighs_a_flat_one() -> None:
+    # Dense: cosines that fall evenly (no hit stands out), best "p". Full text: the
+    # one turn with the question's rare name far above turns sharing common words.
+    # Reciprocal ranks would put "p", high in both, first; the calibrated scores
+    # follow the ranking that can tell its best from the rest.
+    dense = [(f"p{i}" if i else "p", 0.60 - 0.01 * i) for i in range(20)]
+    dense.insert(12, ("name", 0.48))
+    words = [("name", 14.0), ("p", 3.1), *((f"w{i}", 3.0 - 0.05 * i) for i in range(20))]
+    assert fuse([Ranking(dense), Ranking(words)]).order[0] == "name"
+    assert fuse([Ranking(words), Ranking(dense)]).order[0] == "name"
+
+
+@st.composite
+def rankings(draw: st.DrawFn) -> list[Ranking]:
+    ids = st.sampled_from("abcdefghij")
+    scores = st.floats(-5, 5, allow_nan=False).map(lambda x: round(x, 3))
+    drawn = []
+    for _ in range(draw(st.integers(1, 3))):
+        found = draw(st.dictionaries(ids, scores, max_size=8))
+        drawn.append(Ranking(sorted(found.items(), key=lambda hit: (-hit[1], hit[0]))))
+    return drawn
+
+
+@given(rankings(), st.floats(0.01, 100), st.floats(-100, 100))
+def test_fusion_ignores_order_of_rankings_and_each_rankings_scale(
+    drawn: list[Ranking], scale: float, shift: float
+) -> None:
+    """Symmetric in the rankings, and blind to an affine change of one ranking's
+    scores: FTS5 and Lucene score the same words differently."""
+    fused = fuse(drawn)
+    assert fuse(drawn[::-1]).scores == pytest.approx(fused.scores)
+    rescaled = Ranking([(i, s * scale + shift) for i, s in drawn[0].hits])
+    assert fuse([rescaled, *drawn[1:]]).scores == pytest.approx(fused.scores)
+    assert all(value >= FOUND for value in fused.scores.values())
+    assert fused.order == sorted(fused.scores, key=lambda i: (-fused.scores[i], i))
+
+
+def test_weights_scale_each_rankings_share() -> None:
+    first = [("a", 2.0), ("b", 1.0), ("c", 0.0)]
+    second = [("c", 2.0), ("b", 1.0), ("a", 0.0)]
+    assert fuse([Ranking(first, weight=2.0), Ranking(second)]).order[0] == "a"
+    assert fuse([Ranking(first), Ranking(second, weight=2.0)]).order[0] == "c"
 
 
 def test_global_is_exact_top_k_over_all_levels(tiny_memory: GraphStore) -> None:
@@ -152,9 +222,9 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
         bridge_memory, question, vector, RelevanceSelector(), top_k=2, max_turns=3
     )
     evidence = [n.id for n in found.ranked] + found.backfill
-    # c1 inherits c0's relevance, decayed: it rises to just below c2, which the
-    # question's words and meaning both find.
-    assert evidence[:3] == ["c0", "c2", "c1"] and flat.index("c1") > 2
+    # c1 inherits c0's relevance, decayed: c0 stands out of both rankings, so c1
+    # rises to just below it, from last.
+    assert evidence[:2] == ["c0", "c1"] and flat.index("c1") > 2
     # Without lexical links the answer stays where the flat ranking put it.
     unlinked = prune_and_grow(
         bridge_memory,
