@@ -413,6 +413,7 @@ class IngestPipeline:
         clock = PhaseClock()
         clock.seconds["chunk"] = prepared.chunk_seconds
         clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
+        clock.seconds["names"] = prepared.names_seconds  # there too
         docs = list(dict.fromkeys([c.doc_id for c in batch] + list(plans or ())))
         report = BatchReport(_one(docs), number, summarizer=self.summarizer.backend)
         self.store.prepare(self.embedder.dim)  # the schema: outside the transaction
@@ -476,6 +477,7 @@ class IngestPipeline:
                 position=c.position,
                 embedding=prepared.vectors[c.id],
                 props=_chunk_props(c),
+                names=prepared.names.get(c.id),
             )
             for c in new
         ]
