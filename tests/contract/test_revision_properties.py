@@ -45,21 +45,16 @@ METHODS = ("text", "documents", "stdin")
 
 
 def _paragraphs(count: int) -> list[str]:
-    """Paragraphs of 11 words from a small shared vocabulary (so chunks find partners),
-    a name some paragraphs share, and one word of their own, capitalized: a name of
-    the paragraph's own (the name graph)."""
+    """Paragraphs of 12 words from a small shared vocabulary (so chunks find partners)
+    and one word of their own, capitalized: a name (the name graph; the hashing
+    embedder lower-cases words, so the capital changes no vector)."""
     rng = random.Random(11)
     vocabulary = "river stone harbour lantern winter orchard copper signal meadow engine "
     vocabulary += "letter bridge window garden market thunder silver forest candle valley"
     words = vocabulary.split()
     own = ["".join(rng.choices("bcdfghjklmnpqrstvwxz", k=7)) for _ in range(count)]
-    shared = ["Ahab", "Nantucket", "Queequeg"]
-    texts = []
-    for i in range(count):
-        first, *rest = rng.choices(words, k=11)
-        words_of_it = [first.capitalize(), *rest[:9], shared[i % 3], rest[9], own[i].capitalize()]
-        texts.append(" ".join(words_of_it))
-    return [text + "." for text in texts]
+    texts = [" ".join([*rng.choices(words, k=12), own[i].capitalize()]) for i in range(count)]
+    return [text[0].upper() + text[1:] + "." for text in texts]
 
 
 PARAGRAPHS = _paragraphs(16)
