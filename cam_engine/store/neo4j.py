@@ -420,9 +420,7 @@ class Neo4jStore:
             self._run("write_mentions", rows=rows)
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
-        ids = sorted(set(ids))
-        self._run("delete_mentions", ids=ids)
-        self._run("delete_nodes", ids=ids)
+        self._run("delete_nodes", ids=sorted(set(ids)))
 
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
         rows = self._rows("get_nodes", ids=sorted(set(ids)), embeddings=embeddings)
