@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cam_engine.stopwords import STOPWORDS
 from cam_engine.types import Node
@@ -103,8 +104,7 @@ def _function_word(folded: str) -> bool:
     return folded in STOPWORDS or folded in INTERJECTIONS or base in STOPWORDS
 
 
-@dataclass(frozen=True)
-class _Token:
+class _Token(NamedTuple):  # a tuple: a chunk has hundreds of tokens, made fast
     kind: str  # "num", "word", "para" or "mark"
     text: str
     start: int  # offset in the text: names are returned in the order they first appear
@@ -215,7 +215,7 @@ def _candidates(tokens: list[_Token], evidence: _Evidence) -> Iterator[list[str]
     i = 0
     while i < len(tokens):
         token = tokens[i]
-        date = _date_at(tokens, i)
+        date = _date_at(tokens, i) if _may_start_date(token) else 0
         if date:
             if run:
                 yield run
@@ -262,6 +262,14 @@ def _candidates(tokens: list[_Token], evidence: _Evidence) -> Iterator[list[str]
         i += 1
     if run:
         yield run
+
+
+def _may_start_date(token: _Token) -> bool:
+    """A day number or a month name: what a date starts with (checked before the
+    fuller look of ``_date_at``, which most tokens would fail)."""
+    if token.kind == "num":
+        return len(token.text) <= 2
+    return token.kind == "word" and token.text[0].isupper() and token.text.casefold() in MONTHS
 
 
 def _date_at(tokens: list[_Token], i: int) -> int:
