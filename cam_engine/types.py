@@ -40,8 +40,9 @@ class Node:
     position: float | None = None  # chunks: index in document; summaries: mean of members
     embedding: np.ndarray | None = None
     props: dict[str, Any] = field(default_factory=dict)
-    # Chunks: the keys of the names the text mentions (cam_engine.names), when computed
-    # ahead (ingest's prefetch worker); None: the store computes them as it writes.
+    # Chunks: the keys of the names the text mentions (cam_engine.names), when found
+    # ahead (ingest, before the batch's transaction); None: the store finds them as it
+    # writes.
     names: tuple[str, ...] | None = None
 
 

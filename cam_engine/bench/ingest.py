@@ -13,7 +13,7 @@ Figures (one JSON object):
 - the same figures for ``rebuild`` (one pass over all stored chunks).
 - engine_ms_per_chunk: non-embedding milliseconds per chunk over the whole book (the
   engine and its store), with a per-phase breakdown in phases_s; finding the names
-  chunks mention (in the prefetch worker, beside embedding) is not in it but in
+  chunks mention (before each batch's transaction) is not in it but in
   names_ms_per_chunk.
 - store_calls_per_batch: median calls from a batch to its store (store/batch.py: the
   transaction with its generation check, vector search, reads of texts and vectors the
@@ -62,7 +62,7 @@ def _phase_totals(reports: list[BatchReport]) -> dict[str, float]:
 
 
 def _engine_seconds(report: BatchReport) -> float:
-    """A batch's seconds less those of the prefetch worker (embedding, names)."""
+    """A batch's seconds less embedding's and finding names' (reported apart)."""
     worker = report.seconds["embed"] + report.seconds.get("names", 0.0)
     return sum(report.seconds.values()) - worker
 

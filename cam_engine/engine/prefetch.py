@@ -1,5 +1,4 @@
-"""Chunk and embed the next batch, and find the names its chunks mention
-(cam_engine.names), while the engine works on the current one.
+"""Chunk and embed the next batch while the engine works on the current one.
 
 Ingest time would otherwise be embed + engine per batch; with one batch prepared ahead
 in a worker thread it tends to max(embed, engine) (torch releases the GIL while it
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cam_engine.faults import checkpoint
-from cam_engine.names import names_in
 from cam_engine.types import Chunk
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -33,8 +31,6 @@ class PreparedBatch:
     chunk_seconds: float  # producing (reading, chunking) the batch
     vectors: dict[str, np.ndarray] = field(default_factory=dict)  # chunk id -> vector
     embed_seconds: float = 0.0
-    names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # chunk id -> name keys
-    names_seconds: float = 0.0
 
 
 class _Done:
@@ -88,9 +84,6 @@ def prefetched(
                     prepared.embed_seconds = time.perf_counter() - start
                     prepared.vectors = dict(zip((c.id for c in wanted), vectors, strict=True))
                     checkpoint("embedded")  # fault injection (cam_engine/faults.py)
-                    start = time.perf_counter()
-                    prepared.names = {c.id: tuple(names_in(c.text)) for c in wanted}
-                    prepared.names_seconds = time.perf_counter() - start
                 if not hand_over(prepared):
                     return
             hand_over(_Done())
