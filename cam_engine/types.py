@@ -44,6 +44,10 @@ class Node:
     position: float | None = None  # chunks: index in document; summaries: mean of members
     embedding: np.ndarray | None = None
     props: dict[str, Any] = field(default_factory=dict)
+    # Chunks: the keys of the names the text mentions (cam_engine.names), when found
+    # ahead (ingest, before the batch's transaction); None: the store finds them as it
+    # writes.
+    names: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,10 @@ def stats(store: str | None, memory_name: str | None, as_json: bool) -> None:
         f"overlap: {data['overlap']:.1%} of chunks belong to 2+ clusters "
         f"({data['nodes_in_two_or_more_clusters']})"
     )
+    click.echo(
+        f"names: {plural(data['names'], 'name')} mentioned "
+        f"{plural(data['mentions'], 'time')} by the chunks"
+    )
     backends = ", ".join(f"{n} by {b}" for b, n in data["summaries_by_backend"].items())
     click.echo(f"summaries: {backends or 'none yet'}")
     views = "; ".join(

@@ -5,7 +5,7 @@ WITH count(*) AS replicas
 OPTIONAL MATCH (n:MemoryNode {memory: $memory})
 DETACH DELETE n
 WITH count(*) AS nodes
-OPTIONAL MATCH (x) WHERE (x:Document OR x:Counter OR x:ViewNode) AND x.memory = $memory
+OPTIONAL MATCH (x) WHERE (x:Document OR x:Counter OR x:ViewNode OR x:Name) AND x.memory = $memory
 DETACH DELETE x
 WITH count(*) AS others
 OPTIONAL MATCH (m:Memory {name: $memory})

@@ -1,4 +1,5 @@
-// Memory-wide figures: documents and chunks that belong to 2+ clusters.
+// Memory-wide figures: documents, chunks that belong to 2+ clusters, and the name graph
+// (Name nodes and the MENTIONS links to them).
 // params: $memory
 CALL () {
   MATCH (d:Document {memory: $memory}) RETURN count(d) AS documents
@@ -9,4 +10,8 @@ CALL () {
   WHERE clusters >= 2
   RETURN count(node) AS in_two
 }
-RETURN documents, in_two
+CALL () {
+  MATCH (k:Name {memory: $memory})
+  RETURN count(k) AS names, sum(COUNT { (k)<-[:MENTIONS]-() }) AS mentions
+}
+RETURN documents, in_two, names, mentions

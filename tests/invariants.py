@@ -9,6 +9,7 @@ import numpy as np
 
 from cam_engine.engine.summaries import COVER, TOP_SIZE, summary_id
 from cam_engine.graph.ego_split import ego_components
+from cam_engine.names import names_in
 from cam_engine.store.base import GraphStore
 from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.structure import GraphStructure
@@ -79,6 +80,24 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
             assert len(stored.get(sid, ())) >= 2, f"summary {sid} has fewer than two members"
             assert store.existing_ids(stored[sid]) == stored[sid]
     check_top(store)
+    check_mentions(store)
+
+
+def check_mentions(store: GraphStore) -> None:
+    """Each chunk mentions exactly the names of its text, each name's chunks are the
+    chunks that mention it, and the store holds no name no chunk mentions (a Name node
+    left behind on Neo4j would count in ``stats``)."""
+    chunks = {n.id: n.text for n in store.nodes_at_level(0)}
+    expected = {i: sorted(names_in(t)) for i, t in chunks.items() if names_in(t)}
+    assert store.names_of(chunks) == expected, "the names chunks mention"
+    naming: dict[str, list[str]] = defaultdict(list)
+    for chunk_id in sorted(expected):
+        for name in expected[chunk_id]:
+            naming[name].append(chunk_id)
+    assert store.chunks_naming(naming, max_chunks=len(chunks)) == naming, "chunks of names"
+    stats = store.stats()
+    assert stats["names"] == len(naming), "names no chunk mentions are stored"
+    assert stats["mentions"] == sum(len(ids) for ids in naming.values()), "mentions stored"
 
 
 def check_top(store: GraphStore) -> None:
@@ -165,9 +184,12 @@ def check_structure_is_stored(held: GraphStructure | None, store: GraphStore) ->
 Placed = tuple[int, str, int | None, int | None]  # a chunk's position, text and offsets
 
 
-def check_removed(store: GraphStore, gone: Iterable[str], words: Iterable[str]) -> None:
-    """Nothing of chunks that were deleted survives: no node, edge, replica or
-    membership, and none of ``words`` (found only in their text) in the full-text
+def check_removed(
+    store: GraphStore, gone: Iterable[str], words: Iterable[str], names: Iterable[str] = ()
+) -> None:
+    """Nothing of chunks that were deleted survives: no node, edge, replica,
+    membership or mention, none of ``names`` (found only in their text) in the name
+    graph, and none of ``words`` (found only in their text) in the full-text
     index. On SQLite the FTS table itself is asked too, not only ``search_text`` (which
     joins the nodes left, and would hide an index row of a deleted node)."""
     gone = sorted(gone)
@@ -175,6 +197,8 @@ def check_removed(store: GraphStore, gone: Iterable[str], words: Iterable[str]) 
     assert store.edges_of(gone) == [], "a deleted chunk still has edges"
     assert store.replicas_of(gone) == {}, "a deleted chunk still has replicas"
     assert store.parents_of(gone) == {}, "a deleted chunk is still a summary's member"
+    assert store.names_of(gone) == {}, "a deleted chunk still mentions names"
+    assert store.chunks_naming(names, max_chunks=len(gone) + 1) == {}, "a name left behind"
     summaries = [n.id for lv in store.levels() if lv > 0 for n in store.nodes_at_level(lv)]
     held = {m for ms in store.members_of(summaries).values() for m in ms}
     assert not held & set(gone), "a summary keeps a deleted member"

@@ -12,7 +12,9 @@ Figures (one JSON object):
   much more each touched node cost (hubs have more edges to read).
 - the same figures for ``rebuild`` (one pass over all stored chunks).
 - engine_ms_per_chunk: non-embedding milliseconds per chunk over the whole book (the
-  engine and its store), with a per-phase breakdown in phases_s.
+  engine and its store), with a per-phase breakdown in phases_s; finding the names
+  chunks mention (before each batch's transaction) is not in it but in
+  names_ms_per_chunk.
 - store_calls_per_batch: median calls from a batch to its store (store/batch.py: the
   transaction with its generation check, vector search, reads of texts and vectors the
   batch does not hold, the one write, the commit).
@@ -57,6 +59,12 @@ def _phase_totals(reports: list[BatchReport]) -> dict[str, float]:
         for phase, seconds in r.seconds.items():
             totals[phase] = totals.get(phase, 0.0) + seconds
     return {k: round(v, 3) for k, v in totals.items()}
+
+
+def _engine_seconds(report: BatchReport) -> float:
+    """A batch's seconds less embedding's and finding names' (reported apart)."""
+    worker = report.seconds["embed"] + report.seconds.get("names", 0.0)
+    return sum(report.seconds.values()) - worker
 
 
 def _ratio(values: list[float]) -> float | None:
@@ -142,7 +150,7 @@ def run(
         rebuild_stats = memory.stats()
         if is_neo4j_uri(location):
             memory.delete()
-    non_embed = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
+    non_embed = [_engine_seconds(r) for r in reports]
     chunks = sum(r.chunks_added for r in reports)
     affected = [sum(level.affected_nodes for level in r.levels) for r in reports]
     per_affected = [s / n if n else 0.0 for s, n in zip(non_embed, affected, strict=True)]
@@ -158,6 +166,9 @@ def run(
         if cached_vectors is None
         else ("used" if embedder.computed == 0 else "filled"),
         "engine_ms_per_chunk": round(1000 * sum(non_embed) / max(1, chunks), 3),
+        "names_ms_per_chunk": round(
+            1000 * sum(r.seconds.get("names", 0.0) for r in reports) / max(1, chunks), 3
+        ),
         "store": "neo4j" if is_neo4j_uri(location) else "sqlite",
         "store_calls_per_batch": statistics.median(r.store_calls for r in reports)
         if reports
@@ -229,7 +240,7 @@ def cross_memory_locality(
                 reports: list[BatchReport] = []
                 memory.ingest([path], batch_size=batch_size, on_batch=reports.append)
                 chunks_before = sum(row["nodes"] for row in memory.stats()["levels"][:1])
-        engine = [sum(r.seconds.values()) - r.seconds["embed"] for r in reports]
+        engine = [_engine_seconds(r) for r in reports]
         return statistics.median(engine), chunks_before
 
     empty, _ = median_engine_s(frankenstein, [])

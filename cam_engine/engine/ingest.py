@@ -35,6 +35,7 @@ from cam_engine.errors import InputError, NotFoundError, StoreError
 from cam_engine.formats import Format, pages_of
 from cam_engine.limits import Limits
 from cam_engine.llm import Summarizer
+from cam_engine.names import names_in
 from cam_engine.sources import (
     API_OPTIONS,
     UTF8,
@@ -437,6 +438,11 @@ class IngestPipeline:
         clock = PhaseClock()
         clock.seconds["chunk"] = prepared.chunk_seconds
         clock.seconds["embed"] = prepared.embed_seconds  # in the prefetch worker
+        # The names the chunks it embedded mention (the new ones), found before the
+        # transaction, so no write lock is held meanwhile. Not in the worker: pure
+        # Python there would only contend for the GIL with the engine's work.
+        with clock.phase("names"):
+            names = {c.id: tuple(names_in(c.text)) for c in batch if c.id in prepared.vectors}
         docs = list(dict.fromkeys([c.doc_id for c in batch] + list(plans or ())))
         report = BatchReport(_one(docs), number, summarizer=self.summarizer.backend)
         self.store.prepare(self.embedder.dim)  # the schema: outside the transaction
@@ -458,7 +464,7 @@ class IngestPipeline:
             if stream:
                 report.chunks_kept = report.chunks_skipped  # as stored at their positions
             if new or removed or moved:
-                nodes = self._chunk_nodes(new, prepared, clock)
+                nodes = self._chunk_nodes(new, prepared, names, clock)
                 self._save_settings_once(store)
                 self._builder(store, clock).revise(nodes, report, removed=removed, moved=moved)
                 changed = {c.doc_id for c in new} | {c.doc_id for c in moved if c.doc_id}
@@ -483,7 +489,11 @@ class IngestPipeline:
         return report
 
     def _chunk_nodes(
-        self, new: list[Chunk], prepared: PreparedBatch, clock: PhaseClock
+        self,
+        new: list[Chunk],
+        prepared: PreparedBatch,
+        names: dict[str, tuple[str, ...]],
+        clock: PhaseClock,
     ) -> list[Node]:
         missing = [c for c in new if c.id not in prepared.vectors]
         if missing:  # stored when prefetched, gone since: embed them now
@@ -500,6 +510,7 @@ class IngestPipeline:
                 position=c.position,
                 embedding=prepared.vectors[c.id],
                 props=_chunk_props(c),
+                names=names.get(c.id),  # None: the store finds them as it writes
             )
             for c in new
         ]

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-PHASES = ("chunk", "embed", "edges", "replicas", "propagation", "summaries", "store")
+PHASES = ("chunk", "embed", "names", "edges", "replicas", "propagation", "summaries", "store")
 
 
 class PhaseClock:

@@ -136,6 +136,21 @@ class RetrievalStore(StoreBase, Protocol):
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]: ...
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]: ...
 
+    # --- the name graph: chunks and the names they mention (cam_engine.names) ----------
+    def names_of(self, chunk_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Chunk id -> the keys of the names it mentions, sorted; a chunk that mentions
+        none (or is not stored) is left out."""
+        ...
+
+    def chunks_naming(
+        self, names: Iterable[str], *, max_chunks: int, documents: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        """Name key -> the ids of the chunks that mention it, sorted, for each name that
+        at most ``max_chunks`` chunks mention (a commoner name bridges nothing and is
+        left out, as is a name no chunk mentions). ``documents`` is a scope: only the
+        chunks of those documents, counted within it."""
+        ...
+
 
 class ViewStore(StoreBase, Protocol):
     """The adapters' views of the memory (ReadAgent pages, GAM memos, MemAgent states)."""

@@ -3,11 +3,33 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-# A migration is a script of statements separated by ';', or a tuple of statements
-# (for statements that contain ';' themselves, such as triggers).
-MIGRATIONS: list[tuple[str, str | tuple[str, ...]]] = [
+from cam_engine.names import names_in
+
+# A migration is a script of statements separated by ';', a tuple of statements (for
+# statements that contain ';' themselves, such as triggers), or a function of the
+# connection (for a change computed in Python, such as names extracted from text).
+Migration = str | tuple[str, ...] | Callable[[sqlite3.Connection], None]
+
+
+def _add_mentions(conn: sqlite3.Connection) -> None:
+    """The names each chunk mentions (``cam_engine.names``), for the chunks already
+    stored too: a memory built before names were kept has them from its first open."""
+    conn.execute(
+        "CREATE TABLE mentions (memory TEXT NOT NULL, name TEXT NOT NULL, "
+        "chunk_id TEXT NOT NULL, PRIMARY KEY (memory, name, chunk_id)) WITHOUT ROWID"
+    )
+    conn.execute("CREATE INDEX mentions_by_chunk ON mentions (memory, chunk_id)")
+    chunks = conn.execute("SELECT memory, id, text FROM nodes WHERE level = 0")
+    conn.executemany(
+        "INSERT OR IGNORE INTO mentions (memory, name, chunk_id) VALUES (?, ?, ?)",
+        ((memory, name, chunk_id) for memory, chunk_id, text in chunks for name in names_in(text)),
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
     (
         "001_initial",
         """
@@ -100,6 +122,7 @@ MIGRATIONS: list[tuple[str, str | tuple[str, ...]]] = [
         ALTER TABLE documents ADD COLUMN updated_at TEXT;
         """,
     ),
+    ("007_mentions", _add_mentions),
 ]
 
 
@@ -120,10 +143,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
                 conn.execute("COMMIT")
                 continue
-            statements = script.split(";") if isinstance(script, str) else script
-            for statement in statements:
-                if statement.strip():
-                    conn.execute(statement)
+            _run(conn, script)
             conn.execute(
                 "INSERT INTO _migrations (name, applied_at) VALUES (?, ?)",
                 (name, datetime.now(UTC).isoformat()),
@@ -135,3 +155,13 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
             raise
         applied.append(name)
     return applied
+
+
+def _run(conn: sqlite3.Connection, migration: Migration) -> None:
+    if callable(migration):
+        migration(conn)
+        return
+    statements = migration.split(";") if isinstance(migration, str) else migration
+    for statement in statements:
+        if statement.strip():
+            conn.execute(statement)

@@ -23,6 +23,7 @@ import numpy as np
 
 from cam_engine.config import has_credentials, redact_credentials, validate_memory_name
 from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
+from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.cypher import check_identifier, is_read_only, load_query, statements
@@ -391,6 +392,7 @@ class Neo4jStore:
         summaries = [r for r in rows if r["kind"] != CHUNK]
         if chunks:
             self._run("upsert_chunks", rows=chunks, vector_label=label)
+            self._write_mentions([n for n in nodes if n.kind == CHUNK])
         if summaries:
             self._run("upsert_summaries", rows=summaries, vector_label=label)
 
@@ -404,8 +406,18 @@ class Neo4jStore:
             }
             for c in chunks
         ]
+        if not rows:
+            return
+        stored = self.get_nodes(c.id for c in chunks)
+        self._run("place_chunks", rows=rows)
+        # A paragraph break in a new place may change a name (a sentence opens there).
+        self._write_mentions([c for c in chunks if c.id in stored and stored[c.id].text != c.text])
+
+    def _write_mentions(self, chunks: Sequence[Node]) -> None:
+        """Replace the names these chunks mention with those of their text."""
+        rows = [{"id": c.id, "names": list(chunk_names(c))} for c in chunks]
         if rows:
-            self._run("place_chunks", rows=rows)
+            self._run("write_mentions", rows=rows)
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
         self._run("delete_nodes", ids=sorted(set(ids)))
@@ -616,6 +628,24 @@ class Neo4jStore:
             result.setdefault(member, set()).add(summary)
         return result
 
+    # --- names (the name graph) -------------------------------------------------------------
+    def names_of(self, chunk_ids: Iterable[str]) -> dict[str, list[str]]:
+        names: dict[str, list[str]] = {}
+        for chunk_id, name in self._rows("names_of", ids=sorted(set(chunk_ids))):
+            names.setdefault(chunk_id, []).append(name)
+        return {chunk_id: sorted(keys) for chunk_id, keys in names.items()}
+
+    def chunks_naming(
+        self, names: Iterable[str], *, max_chunks: int, documents: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        rows = self._rows(
+            "chunks_naming",
+            names=sorted(set(names)),
+            max_chunks=max_chunks,
+            documents=None if documents is None else sorted(set(documents)),
+        )
+        return {name: list(chunk_ids) for name, chunk_ids in rows}
+
     # --- adapter views ----------------------------------------------------------------------
     def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
         rows = [
@@ -750,6 +780,8 @@ class Neo4jStore:
             "roots": int(shape["roots"]),
             "repeated_texts": int(shape["repeated"]),
             "repeated_summary_texts": int(shape["repeated_summaries"]),
+            "names": int(memory_wide["names"]),
+            "mentions": int(memory_wide["mentions"] or 0),
             "views": self.view_counts(),
         }
 

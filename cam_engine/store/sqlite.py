@@ -22,6 +22,7 @@ import numpy as np
 
 from cam_engine.config import validate_memory_name
 from cam_engine.errors import StoreError, StoreWriteError
+from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, search_terms
@@ -276,6 +277,7 @@ class SqliteStore:
             self._conn.execute("DELETE FROM nodes WHERE memory = ? AND level > 0", (m,))
         else:
             self._conn.execute("DELETE FROM nodes WHERE memory = ?", (m,))
+            self._conn.execute("DELETE FROM mentions WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM view_nodes WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM view_links WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
@@ -417,9 +419,32 @@ class SqliteStore:
         for n in nodes:
             if n.embedding is not None and n.level in self._vectors:
                 self._vectors[n.level].put(n.id, np.asarray(n.embedding, dtype=np.float32))
+        self._write_mentions([n for n in nodes if n.kind == CHUNK])
+
+    def _write_mentions(self, chunks: Sequence[Node]) -> None:
+        """Replace the names these chunks mention with those of their text."""
+        if not chunks:
+            return
+        m = self._memory
+        self._conn.execute(
+            f"DELETE FROM mentions WHERE memory = ? AND chunk_id IN {_IDS}",
+            (m, _ids(c.id for c in chunks)),
+        )
+        self._conn.executemany(
+            "INSERT OR IGNORE INTO mentions (memory, name, chunk_id) VALUES (?, ?, ?)",
+            [(m, name, c.id) for c in chunks for name in chunk_names(c)],
+        )
 
     def place_chunks(self, chunks: Sequence[Node]) -> None:
         m = self._memory
+        stored = self._q(
+            f"SELECT id, text FROM nodes WHERE memory = ? AND id IN {_IDS}",
+            m,
+            _ids(c.id for c in chunks),
+        )
+        texts: dict[str, str] = {chunk_id: text for chunk_id, text in stored}
+        # A paragraph break in a new place may change a name (a sentence opens there).
+        self._write_mentions([c for c in chunks if texts.get(c.id, c.text) != c.text])
         self._conn.executemany(
             "UPDATE nodes SET position = ?, props = ? WHERE memory = ? AND id = ?",
             [(c.position, json.dumps(c.props, sort_keys=True), m, c.id) for c in chunks],
@@ -445,6 +470,7 @@ class SqliteStore:
             f"DELETE FROM replicas WHERE memory = ? AND node_id IN {_IDS}",
             # a view's link to a chunk that is gone (a memory state that read it)
             f"DELETE FROM view_links WHERE memory = ? AND chunk_id IN {_IDS}",
+            f"DELETE FROM mentions WHERE memory = ? AND chunk_id IN {_IDS}",
             f"DELETE FROM nodes WHERE memory = ? AND id IN {_IDS}",
         ):
             self._conn.execute(sql, (m, ids_json))
@@ -779,6 +805,46 @@ class SqliteStore:
             result.setdefault(member_id, set()).add(summary_id)
         return result
 
+    # --- names (the name graph) -------------------------------------------------------
+    def names_of(self, chunk_ids: Iterable[str]) -> dict[str, list[str]]:
+        rows = self._q(
+            f"SELECT chunk_id, name FROM mentions WHERE memory = ? AND chunk_id IN {_IDS} "
+            "ORDER BY chunk_id, name",
+            self._memory,
+            _ids(chunk_ids),
+        )
+        names: dict[str, list[str]] = {}
+        for chunk_id, name in rows:
+            names.setdefault(chunk_id, []).append(name)
+        return names
+
+    def chunks_naming(
+        self, names: Iterable[str], *, max_chunks: int, documents: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        # The chunks in scope that mention each name, then only the names few enough
+        # of them mention: a common name's rows are counted, not returned.
+        in_scope = (
+            "mentions"
+            if documents is None
+            else f"(SELECT x.* FROM mentions x JOIN nodes n ON n.memory = x.memory "
+            f"AND n.id = x.chunk_id WHERE n.doc_id IN {_IDS})"
+        )
+        scope = () if documents is None else (_ids(documents),)
+        rows = self._q(
+            f"WITH scoped AS (SELECT name, chunk_id FROM {in_scope} WHERE memory = ? "
+            f"AND name IN {_IDS}), bridging AS (SELECT name FROM scoped GROUP BY name "
+            "HAVING COUNT(*) <= ?) SELECT name, chunk_id FROM scoped "
+            "WHERE name IN bridging ORDER BY name, chunk_id",
+            *scope,
+            self._memory,
+            _ids(names),
+            max_chunks,
+        )
+        chunks: dict[str, list[str]] = {}
+        for name, chunk_id in rows:
+            chunks.setdefault(name, []).append(chunk_id)
+        return chunks
+
     # --- adapter views ----------------------------------------------------------------------
     def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
         m = self._memory
@@ -929,6 +995,9 @@ class SqliteStore:
             "SELECT json_extract(props, '$.backend'), COUNT(*) FROM nodes "
             "WHERE memory = ? AND level > 0 GROUP BY 1"
         )
+        names, mentions = self._q(
+            "SELECT COUNT(DISTINCT name), COUNT(*) FROM mentions WHERE memory = ?", m
+        )[0]
         levels = sorted(set(nodes) | set(edges))
         return {
             "documents": documents,
@@ -949,6 +1018,8 @@ class SqliteStore:
             "roots": roots,
             "repeated_texts": repeated,
             "repeated_summary_texts": repeated_summaries,
+            "names": names,
+            "mentions": mentions,
             "views": self.view_counts(),
         }
 

@@ -123,3 +123,35 @@ OPTIONAL MATCH read = (s)-[:READ]->(:Chunk)
 RETURN s.step AS step, s.final AS final, s.tokens AS tokens, left(s.text, 120) AS memory,
        count(read) AS chunks_read
 ORDER BY step;
+
+
+// 9. The name graph around one chunk: the names it mentions (Name nodes, caption: the
+// name's key) and up to 10 other chunks mentioning each of them. A name that more than
+// 20 chunks mention (a main character) is shown without its chunks: it links nearly
+// everything, and retrieval does not spread relevance through it either.
+// params: $memory, $node (a chunk id, e.g. 'c54-761213e8f981')
+MATCH p = (c:Chunk {memory: $memory, id: $node})-[:MENTIONS]->(k:Name)
+OPTIONAL MATCH q = (k)<-[:MENTIONS]-(other:Chunk)
+WHERE other <> c AND COUNT { (k)<-[:MENTIONS]-() } <= 20
+RETURN p, collect(q)[0..10] AS shared;
+
+
+// 10. The chunks that mention one name, and the other names two or more of them share:
+// the name's neighbourhood in the name graph.
+// params: $memory, $name (a name key: lowercase, e.g. 'queequeg'; query 11 lists them)
+MATCH p = (k:Name {memory: $memory, key: $name})<-[:MENTIONS]-(c:Chunk)
+WITH k, collect(p)[0..25] AS paths, collect(c)[0..25] AS chunks
+UNWIND chunks AS c
+OPTIONAL MATCH q = (c)-[:MENTIONS]->(other:Name)
+WHERE other <> k AND COUNT { (other)<-[:MENTIONS]-(x:Chunk) WHERE x IN chunks } >= 2
+RETURN paths, collect(q) AS shared;
+
+
+// 11. The names of a memory by how many chunks mention them (a table): a name in a
+// handful of chunks bridges them; one in hundreds is everywhere.
+// params: $memory
+MATCH (k:Name {memory: $memory})
+WITH k, COUNT { (k)<-[:MENTIONS]-() } AS chunks
+RETURN k.key AS name, chunks
+ORDER BY chunks DESC, name
+LIMIT 50;

@@ -82,7 +82,7 @@ def test_saved_view_queries_show_pages_and_memory_states(memory_name: str) -> No
         readagent.build_view(memory, None, None)
         memagent.answer(memory, "Who is Walton writing to?", None, chunk_tokens=1500)
     queries = saved_queries()
-    assert sorted(queries) == ["1", "2", "3a", "3b", "4", "5", "6", "7", "8"]
+    assert set(queries) == {"1", "2", "3a", "3b", "4", "5", "6", "7", "8", "9", "10", "11"}
     store = neo4j_or_skip(memory_name)
     try:
         pages = store._driver.execute_query(queries["7"], {"memory": memory_name}).records
@@ -90,5 +90,34 @@ def test_saved_view_queries_show_pages_and_memory_states(memory_name: str) -> No
         steps = store._driver.execute_query(queries["8"], {"memory": memory_name}).records
         assert [r["step"] for r in steps] == list(range(1, len(steps) + 1))
         assert steps[-1]["final"] is True and all(r["chunks_read"] > 0 for r in steps[:-1])
+    finally:
+        store.close()
+
+
+def test_saved_name_queries_show_the_name_graph(memory_name: str) -> None:
+    neo4j_or_skip(memory_name).close()
+    embedder = HashingEmbedder(64)
+    settings = Settings(embed_model=embedder.name, theta=0.3, chunk_tokens=24)
+    text = "\n\n".join(
+        [
+            "In 1851 Captain Ahab sailed from Nantucket with Queequeg and Starbuck.",
+            "On the voyage Starbuck doubted Ahab, and Queequeg carved his coffin.",
+            "Far from Nantucket the crew of the Pequod saw the white whale.",
+        ]
+    )
+    with Memory.open(NEO4J_URI, memory_name, settings=settings, embedder=embedder) as memory:
+        memory.ingest_text(text, "moby", batch_size=8)
+        chunk = next(n.id for n in memory.store.nodes_at_level(0) if n.position == 0)
+    queries = saved_queries()
+    values = {"memory": memory_name, "node": chunk, "name": "queequeg"}
+    store = neo4j_or_skip(memory_name)
+    try:
+        around = store._driver.execute_query(queries["9"], values).records
+        assert len(around) == 5  # 1851, ahab, nantucket, queequeg, starbuck
+        assert any(row["shared"] for row in around)
+        shared = store._driver.execute_query(queries["10"], values).records
+        assert len(shared) == 1 and len(shared[0]["paths"]) == 2 and shared[0]["shared"]
+        names = store._driver.execute_query(queries["11"], values).records
+        assert names[0]["chunks"] == 2 and {r["name"] for r in names} >= {"pequod", "1851"}
     finally:
         store.close()

@@ -23,6 +23,7 @@ from cam_engine import Memory, Settings
 from cam_engine.chunking import chunk_document, chunk_stream
 from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import NotFoundError
+from cam_engine.names import names_in
 from cam_engine.store.keywords import query_terms
 from tests.invariants import (
     Placed,
@@ -45,13 +46,15 @@ METHODS = ("text", "documents", "stdin")
 
 def _paragraphs(count: int) -> list[str]:
     """Paragraphs of 12 words from a small shared vocabulary (so chunks find partners)
-    and one word of their own."""
+    and one word of their own, capitalized: a name (the name graph; the hashing
+    embedder lower-cases words, so the capital changes no vector)."""
     rng = random.Random(11)
     vocabulary = "river stone harbour lantern winter orchard copper signal meadow engine "
     vocabulary += "letter bridge window garden market thunder silver forest candle valley"
     words = vocabulary.split()
     own = ["".join(rng.choices("bcdfghjklmnpqrstvwxz", k=7)) for _ in range(count)]
-    return [" ".join([*rng.choices(words, k=12), own[i]]).capitalize() + "." for i in range(count)]
+    texts = [" ".join([*rng.choices(words, k=12), own[i].capitalize()]) for i in range(count)]
+    return [text[0].upper() + text[1:] + "." for text in texts]
 
 
 PARAGRAPHS = _paragraphs(16)
@@ -152,11 +155,13 @@ class Run:
         gone = set(before) - set(after)
         left = {w for t in after.values() for w in query_terms(t)}
         words = {w for i in gone for w in query_terms(before[i])} - left
+        names = {k for i in gone for k in names_in(before[i])}
+        names -= {k for t in after.values() for k in names_in(t)}
         check_memory(store, max_cluster_size=SETTINGS.max_cluster_size)
         held = self.memory._pipeline().writer.structure
         if held is not None or not refused:  # a refused step drops it, to be read again
             check_structure_is_stored(held, store)
-        check_removed(store, gone, words)
+        check_removed(store, gone, words, names)
         check_no_repeated_offers(store)
         check_documents(store, self.chunks)
         records = store.documents()
