@@ -117,13 +117,14 @@ def names_in(text: str, *, limit: int = MAX_NAMES) -> list[str]:
     evidence = _Evidence.of(tokens)
     keys: list[str] = []
     seen: set[str] = set()
-    for words in _candidates(tokens, evidence):
-        key = name_key(words)
-        if key and key not in seen:
-            seen.add(key)
-            keys.append(key)
-            if len(keys) >= limit:
-                break
+    for run in _candidates(tokens, evidence):
+        for words in (run, *_parts(run)):
+            key = name_key(words)
+            if key and key not in seen:
+                seen.add(key)
+                keys.append(key)
+                if len(keys) >= limit:
+                    return keys
     return keys
 
 
@@ -212,13 +213,14 @@ def _candidates(tokens: list[_Token], evidence: _Evidence) -> Iterator[list[str]
     run: list[str] = []  # the capitalized run being read
     pending: list[str] = []  # connectors read after it, kept if a capital follows
     opens = True
+    guessed = False  # the run opens a sentence on _opens_a_run's guess
     i = 0
     while i < len(tokens):
         token = tokens[i]
         date = _date_at(tokens, i) if _may_start_date(token) else 0
         if date:
             if run:
-                yield run
+                yield from _finished(run, guessed)
             run, pending = [], []
             yield _date_words(tokens[i : i + date])
             i += date
@@ -227,29 +229,31 @@ def _candidates(tokens: list[_Token], evidence: _Evidence) -> Iterator[list[str]
         if token.kind == "word":
             capital = token.text[0].isupper()
             folded = token.text.casefold()
-            if capital and (run or not opens or evidence.names(token.text)):
+            guess = not run and opens and not evidence.names(token.text)
+            if capital and (run or not opens or not guess or _opens_a_run(tokens, i)):
                 if folded in TITLES and not run:
                     pass  # a title is not part of the name it introduces
                 elif _function_word(folded) and folded not in CONNECTORS and not run:
                     pass  # "I", "I'll", or "When" inside a quoted sentence
                 else:
+                    guessed = guessed if run else guess
                     run += [*pending, token.text]
                     pending = []
                     if len(run) >= MAX_RUN_WORDS:
-                        yield run
+                        yield from _finished(run, guessed)
                         run = []
             elif run and folded in CONNECTORS and len(pending) < 2:
                 pending.append(token.text)
             else:
                 if run:
-                    yield run
+                    yield from _finished(run, guessed)
                 run, pending = [], []
             opens = False
         else:
             joins = token.kind == "mark" and token.text == "." and _abbreviated(tokens, i)
             if not joins:
                 if run:
-                    yield run
+                    yield from _finished(run, guessed)
                 run, pending = [], []
                 if token.kind == "num" and len(token.text.replace(",", "").split(".")[0]) >= 3:
                     yield [token.text.replace(",", "")]
@@ -261,7 +265,41 @@ def _candidates(tokens: list[_Token], evidence: _Evidence) -> Iterator[list[str]
                 opens = False
         i += 1
     if run:
-        yield run
+        yield from _finished(run, guessed)
+
+
+def _finished(run: list[str], guessed: bool) -> list[list[str]]:
+    """A run read, and, when it opened a sentence on a guess, the run without its
+    first word too ("Later Buddy Hield moved": "Buddy Hield" is the name)."""
+    return [run, run[1:]] if guessed and len(run) > 1 else [run]
+
+
+def _opens_a_run(tokens: list[_Token], i: int) -> bool:
+    """Whether the capitalized word opening a sentence at ``i`` starts a run of
+    capitals: "Ardmore Park is a stadium", "Buddy Hield plays": a paragraph about a
+    subject names it first, and a sentence-opening word followed by a capital is
+    rarely just capitalized there (a function word, "When Ahab", is not a name)."""
+    folded = tokens[i].text.casefold()
+    if _function_word(folded) or folded in TITLES or i + 1 >= len(tokens):
+        return False
+    after = tokens[i + 1]
+    return (
+        after.kind == "word"
+        and after.text[0].isupper()
+        and not _function_word(after.text.casefold())
+    )
+
+
+def _parts(run: list[str]) -> list[list[str]]:
+    """A run with connectors inside, as the names it joins: "Sacramento Kings of the
+    NBA" also names "Sacramento Kings" and "NBA", which another chunk may write alone."""
+    parts: list[list[str]] = [[]]
+    for word in run:
+        if word.casefold() in CONNECTORS and not word[0].isupper():
+            parts.append([])
+        else:
+            parts[-1].append(word)
+    return [part for part in parts if part] if len(parts) > 1 else []
 
 
 def _may_start_date(token: _Token) -> bool:
