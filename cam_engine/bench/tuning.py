@@ -32,16 +32,21 @@ from cam_engine.eval.runner import run_eval, scope_of
 from cam_engine.memory import Memory
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (500, 1000, 2000, 4000)
+NAMES = replace(DEFAULT_GROW, bridges="names")
 VARIANTS: dict[str, GrowSettings] = {
     "defaults": DEFAULT_GROW,
     "no lexical links": replace(DEFAULT_GROW, linked=0),
-    "links from 2 chunks": replace(DEFAULT_GROW, linked=2),
-    "bridge decay 0.95": replace(DEFAULT_GROW, bridge_decay=0.95),
-    "bridge decay 0.90": replace(DEFAULT_GROW, bridge_decay=0.90),
-    "no member flow": replace(DEFAULT_GROW, member_decay=0.0),
-    "member decay 0.90": replace(DEFAULT_GROW, member_decay=0.90),
-    "member decay 0.97": replace(DEFAULT_GROW, member_decay=0.97),
+    "names (PPR) for links": NAMES,
+    "names and links": replace(NAMES, bridges="both"),
+    "names, 1 seed": replace(NAMES, ppr_seeds=1),
+    "names, 10 seeds": replace(NAMES, ppr_seeds=10),
+    "names, 3 raised": replace(NAMES, ppr_raised=3),
+    "names, damping 0.85": replace(NAMES, ppr_damping=0.85),
+    "names, max 30 chunks": replace(NAMES, ppr_max_chunks=30),
+    "names, max 300 chunks": replace(NAMES, ppr_max_chunks=300),
+    "links, PPR fused": replace(DEFAULT_GROW, ppr_fused=True),
+    "names, PPR fused": replace(NAMES, ppr_fused=True),
 }
 
 

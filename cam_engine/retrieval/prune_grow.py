@@ -37,7 +37,16 @@ import numpy as np
 from cam_engine.llm.base import Candidate, Selector
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.retrieval.base import Retrieval, unique_text
-from cam_engine.retrieval.localize import DEPTH, hybrid
+from cam_engine.retrieval.localize import (
+    DEPTH,
+    Localization,
+    dense_ranking,
+    fuse,
+    hybrid,
+    lexical_ranking,
+)
+from cam_engine.retrieval.name_graph import name_ppr
+from cam_engine.retrieval.names_prototype import name_index
 from cam_engine.retrieval.scope import Documents, within
 from cam_engine.store.base import RetrievalStore
 from cam_engine.store.keywords import query_terms
@@ -55,6 +64,15 @@ class GrowSettings:
     link_terms: int = 30  # words of a chunk its lexical links are searched by
     member_decay: float = 0.95  # a member's relevance from its chosen summary's
     bridge_decay: float = 0.92  # a bridge's relevance from its chunk's
+    # How a bridge's second half is found: "lexical" (links of the best chunk),
+    # "names" (personalized PageRank over the names the localized chunks share:
+    # name_graph.py) or "both".
+    bridges: str = "lexical"
+    ppr_seeds: int = 5  # best localized chunks the walk restarts at
+    ppr_max_chunks: int = 100  # a name more chunks mention bridges nothing
+    ppr_damping: float = 0.5  # the chance the walk goes on rather than restarting
+    ppr_raised: int = 1  # best-walked chunks (that the question reached) raised
+    ppr_fused: bool = False  # the walk's ranking fused into localization as a third
 
 
 DEFAULT_GROW = GrowSettings()
@@ -80,7 +98,12 @@ def prune_and_grow(
     never offered. ``on_progress`` hears of each turn (one selector call: an LLM's,
     with a chat selector)."""
     result = Retrieval("prune-grow", [])
-    chunks = hybrid(store, question_text, question, 0, grow.pool_depth, documents)
+    dense = dense_ranking(store, question, 0, grow.pool_depth, documents)
+    words = lexical_ranking(store, question_text, 0, grow.pool_depth, documents)
+    chunks = fuse([dense, words])
+    walked = _walk(store, chunks, grow, documents) if _walks(grow) else {}
+    if grow.ppr_fused and walked:
+        chunks = fuse([dense, words, sorted(walked, key=lambda i: (-walked[i], i))])
     seeds = (
         chunks if level == 0 else hybrid(store, question_text, question, level, DEPTH, documents)
     )
@@ -88,6 +111,8 @@ def prune_and_grow(
     # all-level one (summaries); raised below as relevance flows.
     relevance = {**seeds.scores, **chunks.scores}
     reached = set(chunks.scores)  # the backfill's candidates
+    named = _name_bridges(chunks, walked, relevance, grow) if grow.bridges != "lexical" else []
+    reached.update(named)
     activated: dict[str, Node] = {}
     candidates = seeds.top(top_k)
     bar = 0.0  # set by the first turn: what localization's choices reached
@@ -128,6 +153,8 @@ def prune_and_grow(
         # Lexical links only from localized chunks (the first turn): a bridge has two
         # hops, and links of links wander off the question.
         grown = _grow(store, question_text, chosen, relevance, reached, grow, turn == 0, documents)
+        if turn == 0:
+            grown += [i for i in named if i not in grown]
         fresh = sorted(set(grown) - activated.keys())
         if not fresh or fresh == sorted(set(candidates) - activated.keys()):
             result.stop = "the candidates stopped changing"
@@ -162,7 +189,7 @@ def _grow(
     summaries = [n.id for n in order if n.level > 0]
     children = store.members_of(summaries) if summaries else {}
     links: dict[str, list[str]] = {}
-    if bridges:
+    if bridges and grow.bridges != "names":
         asked = set(query_terms(question))
         for node in [n for n in order if n.level == 0][: grow.linked]:
             links[node.id] = _lexical_links(store, node, asked, grow, documents)
@@ -181,6 +208,41 @@ def _grow(
         grown += links.get(node_id, [])
         grown += sorted(weights, key=lambda m: (-weights[m], m))
     return [i for i in dict.fromkeys(grown) if i not in ids]
+
+
+def _walks(grow: GrowSettings) -> bool:
+    return grow.ppr_fused or grow.bridges != "lexical"
+
+
+def _walk(
+    store: RetrievalStore, chunks: Localization, grow: GrowSettings, documents: Documents
+) -> dict[str, float]:
+    """The PPR mass of the chunks near the best localized ones through shared names."""
+    seeds = {i: chunks.scores[i] for i in chunks.top(grow.ppr_seeds)}
+    return name_ppr(
+        name_index(store),
+        seeds,
+        max_chunks=grow.ppr_max_chunks,
+        damping=grow.ppr_damping,
+        documents=documents,
+    )
+
+
+def _name_bridges(
+    chunks: Localization, walked: dict[str, float], relevance: dict[str, float], grow: GrowSettings
+) -> list[str]:
+    """The chunks the walk reached beyond its seeds, most visited first (at most
+    ``links_per_node``); the best ``ppr_raised`` of them the question reached inherit
+    the best chunk's relevance, decayed and scaled by their mass against the first's."""
+    seeds = set(chunks.top(grow.ppr_seeds))
+    order = sorted((i for i in walked if i not in seeds), key=lambda i: (-walked[i], i))
+    if not order or not chunks.order:
+        return []
+    best = relevance.get(chunks.order[0], 0.0) * grow.bridge_decay
+    raised = [i for i in order if relevance.get(i, 0.0) > 0][: grow.ppr_raised]
+    for node_id in raised:
+        _raise(relevance, node_id, best * walked[node_id] / walked[raised[0]])
+    return order[: grow.links_per_node]
 
 
 def _raise(relevance: dict[str, float], node_id: str, value: float) -> None:

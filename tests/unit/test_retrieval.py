@@ -168,6 +168,26 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
     assert ([n.id for n in unlinked.ranked] + unlinked.backfill).index("c1") == flat.index("c1")
 
 
+def test_shared_names_bring_a_bridges_second_half_next_to_its_first(
+    bridge_memory: GraphStore,
+) -> None:
+    question = "Which team does the Diamond Head Classic award winner of 2015 play for?"
+    flat = hybrid(bridge_memory, question, axis(0)).order
+
+    def evidence(grow: GrowSettings) -> list[str]:
+        found = prune_and_grow(
+            bridge_memory, question, axis(0), RelevanceSelector(), top_k=2, max_turns=3, grow=grow
+        )
+        return [n.id for n in found.ranked] + found.backfill
+
+    # The walk from c0 reaches c1 through "Buddy Hield", which c1 alone shares with c0.
+    named = evidence(GrowSettings(bridges="names", ppr_seeds=1))
+    assert named[:3] == ["c0", "c2", "c1"] and flat.index("c1") > 2
+    # A name mentioned by more chunks than the walk allows bridges nothing.
+    crowded = evidence(GrowSettings(bridges="names", ppr_seeds=1, ppr_max_chunks=1))
+    assert crowded.index("c1") == flat.index("c1")
+
+
 def test_hybrid_localization_finds_what_only_the_words_find(bridge_memory: GraphStore) -> None:
     # Sacramento is in c1 only, whose vector is orthogonal to the question's.
     order = hybrid(bridge_memory, "Sacramento", axis(0)).order
