@@ -4,10 +4,10 @@
 
 Builds the memories of each tuning set once (the 100 hard HotpotQA questions, pooled,
 and QMSum's validation meetings, a memory each, by default: not the sets
-docs/evaluation.md reports on), then asks every question with the hybrid baseline,
+docs/evaluation.md reports on), then asks every question with the flat baselines,
 prune-and-grow without the hierarchy, and prune-and-grow with each variant of
 ``GrowSettings`` below, and prints one markdown table of gold-evidence recall at 500,
-1,000 and 2,000 tokens per set. Every variant runs through the same eval strategy
+1,000, 2,000 and 4,000 tokens per set. Every variant runs through the same eval strategy
 code as ``cam eval``. ``--out`` keeps the built memories (and an embedding cache) so a
 second run skips the build.
 """
@@ -34,19 +34,21 @@ from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
 BUDGETS = (500, 1000, 2000, 4000)
 NAMES = replace(DEFAULT_GROW, bridges="names")
+BOTH = replace(DEFAULT_GROW, bridges="both")
 VARIANTS: dict[str, GrowSettings] = {
     "defaults": DEFAULT_GROW,
     "no lexical links": replace(DEFAULT_GROW, linked=0),
     "names (PPR) for links": NAMES,
-    "names and links": replace(NAMES, bridges="both"),
-    "names, 1 seed": replace(NAMES, ppr_seeds=1),
+    "names, 2 raised": replace(NAMES, ppr_raised=2),
+    "names, 3 seeds": replace(NAMES, ppr_seeds=3),
     "names, 10 seeds": replace(NAMES, ppr_seeds=10),
-    "names, 3 raised": replace(NAMES, ppr_raised=3),
-    "names, damping 0.85": replace(NAMES, ppr_damping=0.85),
-    "names, max 30 chunks": replace(NAMES, ppr_max_chunks=30),
-    "names, max 300 chunks": replace(NAMES, ppr_max_chunks=300),
-    "links, PPR fused": replace(DEFAULT_GROW, ppr_fused=True),
-    "names, PPR fused": replace(NAMES, ppr_fused=True),
+    "names and links": BOTH,
+    "names and links, 2 raised": replace(BOTH, ppr_raised=2),
+    "names and links, 3 seeds": replace(BOTH, ppr_seeds=3),
+    "names and links, damping 0.85": replace(BOTH, ppr_damping=0.85),
+    "names and links, max 30 chunks": replace(BOTH, ppr_max_chunks=30),
+    "names and links, max 300 chunks": replace(BOTH, ppr_max_chunks=300),
+    "names and links, PPR fused": replace(BOTH, ppr_fused=True),
 }
 
 
@@ -66,6 +68,8 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
         run_eval(evalset, embedder=cache, workdir=workdir, strategies=["hybrid"])
         cache.save()
     strategies: dict[str, EvalStrategy] = {
+        "bm25": STRATEGIES["bm25"],
+        "dense": STRATEGIES["dense"],
         "hybrid": STRATEGIES["hybrid"],
         "prune-grow w/o hierarchy": STRATEGIES["cam-no-hierarchy"],
         **{f"prune-grow, {n}": EvalStrategy("prune-grow", grow=g) for n, g in VARIANTS.items()},

@@ -3,8 +3,9 @@ then, and pass the store itself where ``name_index(store)`` is called).
 
 ``names_in`` is a small heuristic: runs of capitalized words (leading function words
 dropped: "The Diamond Head Classic" -> "diamond head classic"), acronyms, years and
-other numbers, casefolded. ``name_index`` builds a ``NameIndex`` from a memory's
-chunks once and keeps it while the memory's chunks stay the same.
+other numbers of three digits or more, casefolded. ``name_index`` builds a
+``NameIndex`` from a memory's chunks once and keeps it while their number stays the
+same.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from cam_engine.stopwords import STOPWORDS
 from cam_engine.store.base import RetrievalStore
 from cam_engine.types import Node
 
-_CAPITALIZED_RUN = re.compile(r"(?:[A-Z][\w'’.-]*)(?:\s+(?:[A-Z][\w'’.-]*|of|de|la|von|van))*")
-_NUMBER = re.compile(r"\b\d[\d,.]*\d\b|\b\d\b")
+_WORD = r"[A-Z](?:[\w'’-]|\.(?=\w))*"  # "U.S" of "U.S.", not a sentence's full stop
+_CAPITALIZED_RUN = re.compile(rf"{_WORD}(?:\s+(?:{_WORD}|of|de|la|von|van))*")
+_NUMBER = re.compile(r"\b\d{1,3}(?:,\d{3})+\b|\b\d{3,}\b")  # years, counts: not "7" or "30"
 
 
 def names_in(text: str) -> list[str]:
     """The distinct name keys of ``text``, in order of first mention."""
     found: list[str] = []
     for match in _CAPITALIZED_RUN.finditer(text):
-        words = match.group().strip(".'’-").split()
+        words = match.group().split()
         while words and words[0].casefold() in STOPWORDS:
             words = words[1:]  # "The", "In": a sentence's first word, not a name
         while words and words[-1].casefold() in STOPWORDS:

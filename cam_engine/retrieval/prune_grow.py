@@ -231,17 +231,23 @@ def _walk(
 def _name_bridges(
     chunks: Localization, walked: dict[str, float], relevance: dict[str, float], grow: GrowSettings
 ) -> list[str]:
-    """The chunks the walk reached beyond its seeds, most visited first (at most
-    ``links_per_node``); the best ``ppr_raised`` of them the question reached inherit
-    the best chunk's relevance, decayed and scaled by their mass against the first's."""
+    """The chunks the walk reached beyond its seeds, best first by their mass times the
+    question's relevance (at most ``links_per_node``: a walk alone favours chunks that
+    share common names with every seed); the best ``ppr_raised`` of those the question
+    reached but ranks below a bridge's place inherit the best chunk's relevance,
+    decayed once per rank."""
     seeds = set(chunks.top(grow.ppr_seeds))
-    order = sorted((i for i in walked if i not in seeds), key=lambda i: (-walked[i], i))
-    if not order or not chunks.order:
+    order = sorted(
+        (i for i in walked if i not in seeds),
+        key=lambda i: (-walked[i] * relevance.get(i, 0.0), -walked[i], i),
+    )
+    if not order:
         return []
-    best = relevance.get(chunks.order[0], 0.0) * grow.bridge_decay
-    raised = [i for i in order if relevance.get(i, 0.0) > 0][: grow.ppr_raised]
-    for node_id in raised:
-        _raise(relevance, node_id, best * walked[node_id] / walked[raised[0]])
+    best = relevance.get(chunks.order[0], 0.0)
+    below = best * grow.bridge_decay
+    raised = [i for i in order if 0 < relevance.get(i, 0.0) < below][: grow.ppr_raised]
+    for rank, node_id in enumerate(raised, start=1):
+        _raise(relevance, node_id, best * grow.bridge_decay**rank)
     return order[: grow.links_per_node]
 
 
