@@ -67,8 +67,8 @@ class GrowSettings:
     # How a bridge's second half is found: "lexical" (links of the best chunk),
     # "names" (personalized PageRank over the names the localized chunks share:
     # name_graph.py) or "both".
-    bridges: str = "lexical"
-    ppr_seeds: int = 5  # best localized chunks the walk restarts at
+    bridges: str = "names"
+    ppr_seeds: int = 3  # best localized chunks the walk restarts at
     ppr_max_chunks: int = 100  # a name more chunks mention bridges nothing
     ppr_damping: float = 0.5  # the chance the walk goes on rather than restarting
     ppr_raised: int = 1  # best-walked chunks (that the question reached) raised

@@ -67,7 +67,8 @@ def test_traverse_goes_down_through_children(tiny_memory: GraphStore) -> None:
 
 def test_prune_and_grow_follows_neighbours_and_children(tiny_memory: GraphStore) -> None:
     selector = ScriptedSelector([{"chunk 0", "first half"}, {"chunk 1", "chunk 2"}, set()])
-    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=3, max_turns=5)
+    lexical = GrowSettings(bridges="lexical")
+    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=3, max_turns=5, grow=lexical)
     assert found.turns == [["c0", "s1-0"], ["c1", "c2"], []]
     assert found.stop == "the activated set stopped growing"
     assert {n.id for n in found.activated} == {"c0", "s1-0", "c1", "c2"}
@@ -149,7 +150,13 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
     flat = hybrid(bridge_memory, question, vector).order
     assert flat[0] == "c0" and flat.index("c1") > 1  # alone, the answer ranks low
     found = prune_and_grow(
-        bridge_memory, question, vector, RelevanceSelector(), top_k=2, max_turns=3
+        bridge_memory,
+        question,
+        vector,
+        RelevanceSelector(),
+        top_k=2,
+        max_turns=3,
+        grow=GrowSettings(bridges="lexical"),
     )
     evidence = [n.id for n in found.ranked] + found.backfill
     # c1 inherits c0's relevance, decayed: it rises to just below c2, which the
@@ -163,7 +170,7 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
         RelevanceSelector(),
         top_k=2,
         max_turns=3,
-        grow=GrowSettings(linked=0),
+        grow=GrowSettings(bridges="lexical", linked=0),
     )
     assert ([n.id for n in unlinked.ranked] + unlinked.backfill).index("c1") == flat.index("c1")
 
