@@ -33,22 +33,18 @@ from cam_engine.memory import Memory
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
 BUDGETS = (500, 1000, 2000, 4000)
-NAMES = replace(DEFAULT_GROW, bridges="names")
-BOTH = replace(DEFAULT_GROW, bridges="both")
 VARIANTS: dict[str, GrowSettings] = {
-    "defaults": DEFAULT_GROW,
-    "no lexical links": replace(DEFAULT_GROW, linked=0),
-    "names (PPR) for links": NAMES,
-    "names, 2 raised": replace(NAMES, ppr_raised=2),
-    "names, 3 seeds": replace(NAMES, ppr_seeds=3),
-    "names, 10 seeds": replace(NAMES, ppr_seeds=10),
-    "names and links": BOTH,
-    "names and links, 2 raised": replace(BOTH, ppr_raised=2),
-    "names and links, 3 seeds": replace(BOTH, ppr_seeds=3),
-    "names and links, damping 0.85": replace(BOTH, ppr_damping=0.85),
-    "names and links, max 30 chunks": replace(BOTH, ppr_max_chunks=30),
-    "names and links, max 300 chunks": replace(BOTH, ppr_max_chunks=300),
-    "names and links, PPR fused": replace(BOTH, ppr_fused=True),
+    "defaults (name bridges, 3 seeds)": DEFAULT_GROW,
+    "lexical links instead": replace(DEFAULT_GROW, bridges="lexical"),
+    "names and lexical links": replace(DEFAULT_GROW, bridges="both"),
+    "no bridges": replace(DEFAULT_GROW, bridges="lexical", linked=0),
+    "names, 1 seed": replace(DEFAULT_GROW, ppr_seeds=1),
+    "names, 5 seeds": replace(DEFAULT_GROW, ppr_seeds=5),
+    "names, 2 raised": replace(DEFAULT_GROW, ppr_raised=2),
+    "names, damping 0.85": replace(DEFAULT_GROW, ppr_damping=0.85),
+    "names, max 30 chunks": replace(DEFAULT_GROW, ppr_max_chunks=30),
+    "names, max 300 chunks": replace(DEFAULT_GROW, ppr_max_chunks=300),
+    "names, PPR fused into localization": replace(DEFAULT_GROW, ppr_fused=True),
 }
 
 
