@@ -64,9 +64,11 @@ class ChunkNames:
         kept = None if documents is None else set(documents)
         found: dict[str, list[str]] = {}
         for name in names:
-            ids = self._chunks.get(name, [])
-            if 0 < len(ids) <= max_chunks:
-                found[name] = [i for i in ids if kept is None or self._document[i] in kept]
+            ids = [
+                i for i in self._chunks.get(name, []) if kept is None or self._document[i] in kept
+            ]
+            if 0 < len(ids) <= max_chunks:  # counted within the documents, as the stores do
+                found[name] = ids
         return found
 
 
