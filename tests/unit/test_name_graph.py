@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from cam_engine.retrieval.name_graph import name_ppr
+import pytest
+
+from cam_engine.retrieval.name_graph import _personalized_pagerank, name_ppr
 from cam_engine.retrieval.names_prototype import ChunkNames, names_in
 from cam_engine.types import CHUNK, Node
 
@@ -54,3 +56,9 @@ def test_the_walk_stays_in_the_documents_asked_about() -> None:
     names = index({"a": "Tessa Quill sang.", "b": "Tessa Quill danced.", "c": "Tessa Quill ran."})
     mass = name_ppr(names, {"a": 1.0}, max_chunks=10, damping=0.5, documents=["doc-a", "doc-b"])
     assert set(mass) == {"a", "b"}
+
+
+def test_the_walk_has_the_known_stationary_distribution() -> None:
+    # One edge, restarting at vertex 0 half the time: p0 = 1/2 + p1/2, p1 = p0/2.
+    mass = _personalized_pagerank(2, [(0, 1)], [1.0], [1.0, 0.0], 0.5)
+    assert mass == pytest.approx([2 / 3, 1 / 3])
