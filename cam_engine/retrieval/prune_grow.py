@@ -19,10 +19,10 @@ activated set grows, turn after turn, along the memory's graph.
 Relevance flows along what the selector chose: a member of a chosen summary is at
 least as relevant as the summary (decayed), and the best name bridge (by PPR mass
 times the question's relevance) as relevant as the best chunk (decayed), so it ranks
-near it although it shares few words with the question. The evidence is the activated chunks by
-relevance, then the activated summaries; ``backfill`` names every other chunk the
-question reached, by relevance, so a caller with a larger budget fills it in score
-order instead of stopping where the selector stopped.
+near it although it shares few words with the question. The evidence is the
+activated chunks by relevance, then the activated summaries; ``backfill`` names every
+other chunk the question reached, by relevance, so a caller with a larger budget
+fills it in score order instead of stopping where the selector stopped.
 
 The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
 meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md, where the
