@@ -4,12 +4,12 @@
 
 Builds the memories of each tuning set once (the 100 hard HotpotQA questions, pooled,
 and QMSum's validation meetings, a memory each, by default: not the sets
-docs/evaluation.md reports on), then asks every question with the hybrid baseline,
+docs/evaluation.md reports on), then asks every question with the flat baselines,
 prune-and-grow without the hierarchy, and prune-and-grow with each variant of
 ``GrowSettings`` below, and prints one markdown table of gold-evidence recall at 500,
-1,000 and 2,000 tokens per set. Every variant runs through the same code as ``cam
-eval`` (``eval.contexts.ranked_context``). ``--out`` keeps the built memories (and an
-embedding cache) so a second run skips the build.
+1,000, 2,000 and 4,000 tokens per set. Every variant runs through the same code as
+``cam eval`` (``eval.contexts.ranked_context``). ``--out`` keeps the built memories (and
+an embedding cache) so a second run skips the build.
 """
 
 from __future__ import annotations
@@ -32,16 +32,18 @@ from cam_engine.eval.runner import run_eval, scope_of
 from cam_engine.memory import Memory
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (500, 1000, 2000, 4000)
 VARIANTS: dict[str, GrowSettings] = {
-    "defaults": DEFAULT_GROW,
-    "no lexical links": replace(DEFAULT_GROW, linked=0),
-    "links from 2 chunks": replace(DEFAULT_GROW, linked=2),
-    "bridge decay 0.95": replace(DEFAULT_GROW, bridge_decay=0.95),
-    "bridge decay 0.90": replace(DEFAULT_GROW, bridge_decay=0.90),
-    "no member flow": replace(DEFAULT_GROW, member_decay=0.0),
-    "member decay 0.90": replace(DEFAULT_GROW, member_decay=0.90),
-    "member decay 0.97": replace(DEFAULT_GROW, member_decay=0.97),
+    "defaults (name bridges, 3 seeds)": DEFAULT_GROW,
+    "lexical links instead": replace(DEFAULT_GROW, bridges="lexical"),
+    "names and lexical links": replace(DEFAULT_GROW, bridges="both"),
+    "no bridges": replace(DEFAULT_GROW, bridges="lexical", linked=0),
+    "names, 1 seed": replace(DEFAULT_GROW, ppr_seeds=1),
+    "names, 5 seeds": replace(DEFAULT_GROW, ppr_seeds=5),
+    "names, 2 raised": replace(DEFAULT_GROW, ppr_raised=2),
+    "names, damping 0.85": replace(DEFAULT_GROW, ppr_damping=0.85),
+    "names, max 30 chunks": replace(DEFAULT_GROW, ppr_max_chunks=30),
+    "names, max 300 chunks": replace(DEFAULT_GROW, ppr_max_chunks=300),
 }
 
 
@@ -62,6 +64,8 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
         cache.save()
     # label -> (registry strategy, growth settings)
     strategies: dict[str, tuple[str, GrowSettings]] = {
+        "bm25": ("bm25", DEFAULT_GROW),
+        "dense": ("dense", DEFAULT_GROW),
         "hybrid": ("hybrid", DEFAULT_GROW),
         "prune-grow-no-hierarchy": ("prune-grow-no-hierarchy", DEFAULT_GROW),
         **{f"prune-grow, {n}": ("prune-grow", g) for n, g in VARIANTS.items()},

@@ -137,7 +137,8 @@ def test_traverse_goes_down_through_children(tiny_memory: GraphStore) -> None:
 
 def test_prune_and_grow_follows_neighbours_and_children(tiny_memory: GraphStore) -> None:
     selector = ScriptedSelector([{"chunk 0", "first half"}, {"chunk 1", "chunk 2"}, set()])
-    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=3, max_turns=5)
+    lexical = GrowSettings(bridges="lexical")
+    found = prune_and_grow(tiny_memory, "q", axis(0), selector, top_k=3, max_turns=5, grow=lexical)
     assert found.turns == [["c0", "s1-0"], ["c1", "c2"], []]
     assert found.stop == "the activated set stopped growing"
     assert {n.id for n in found.activated} == {"c0", "s1-0", "c1", "c2"}
@@ -219,11 +220,17 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
     flat = hybrid(bridge_memory, question, vector).order
     assert flat[0] == "c0" and flat.index("c1") > 1  # alone, the answer ranks low
     found = prune_and_grow(
-        bridge_memory, question, vector, RelevanceSelector(), top_k=2, max_turns=3
+        bridge_memory,
+        question,
+        vector,
+        RelevanceSelector(),
+        top_k=2,
+        max_turns=3,
+        grow=GrowSettings(bridges="lexical", bridge_rank=1),
     )
     evidence = [n.id for n in found.ranked] + found.backfill
-    # c1 inherits c0's relevance, decayed: c0 stands out of both rankings, so c1
-    # rises to just below it, from last.
+    # c1 is placed just under the first localized chunk (bridge_rank=1): from last, it
+    # rises to just below c0.
     assert evidence[:2] == ["c0", "c1"] and flat.index("c1") > 2
     # Without lexical links the answer stays where the flat ranking put it.
     unlinked = prune_and_grow(
@@ -233,9 +240,29 @@ def test_a_lexical_link_brings_a_bridges_second_half_next_to_its_first(
         RelevanceSelector(),
         top_k=2,
         max_turns=3,
-        grow=GrowSettings(linked=0),
+        grow=GrowSettings(bridges="lexical", linked=0),
     )
     assert ([n.id for n in unlinked.ranked] + unlinked.backfill).index("c1") == flat.index("c1")
+
+
+def test_shared_names_bring_a_bridges_second_half_next_to_its_first(
+    bridge_memory: GraphStore,
+) -> None:
+    question = "Which team does the Diamond Head Classic award winner of 2015 play for?"
+    flat = hybrid(bridge_memory, question, axis(0)).order
+
+    def evidence(grow: GrowSettings) -> list[str]:
+        found = prune_and_grow(
+            bridge_memory, question, axis(0), RelevanceSelector(), top_k=2, max_turns=3, grow=grow
+        )
+        return [n.id for n in found.ranked] + found.backfill
+
+    # The walk from c0 reaches c1 through "Buddy Hield", which c1 alone shares with c0.
+    named = evidence(GrowSettings(bridges="names", ppr_seeds=1, bridge_rank=2))
+    assert named[:3] == ["c0", "c2", "c1"] and flat.index("c1") > 2
+    # A name mentioned by more chunks than the walk allows bridges nothing.
+    crowded = evidence(GrowSettings(bridges="names", ppr_seeds=1, ppr_max_chunks=1))
+    assert crowded.index("c1") == flat.index("c1")
 
 
 def test_hybrid_localization_finds_what_only_the_words_find(bridge_memory: GraphStore) -> None:
