@@ -37,6 +37,7 @@ import numpy as np
 from cam_engine.llm.base import Candidate, Selector
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.retrieval.base import Retrieval, unique_text
+from cam_engine.retrieval.fill import DEFAULT_FILL, FillSettings, cluster_fill
 from cam_engine.retrieval.localize import DEPTH, hybrid
 from cam_engine.retrieval.scope import Documents, within
 from cam_engine.store.base import RetrievalStore
@@ -55,6 +56,7 @@ class GrowSettings:
     link_terms: int = 30  # words of a chunk its lexical links are searched by
     member_decay: float = 0.95  # a member's relevance from its chosen summary's
     bridge_decay: float = 0.92  # a bridge's relevance from its chunk's
+    fill: FillSettings = DEFAULT_FILL  # a large budget filled from the clusters (fill.py)
 
 
 DEFAULT_GROW = GrowSettings()
@@ -140,6 +142,8 @@ def prune_and_grow(
         result.activated, key=lambda n: (n.level > 0, -relevance.get(n.id, 0.0), n.id)
     )
     result.backfill = sorted(reached - activated.keys(), key=lambda i: (-relevance.get(i, 0.0), i))
+    if level != 0:  # the clusters are the hierarchy's: the level-0 ablation has none
+        result.backfill = cluster_fill(store, result.ranked, result.backfill, relevance, grow.fill)
     return result
 
 
