@@ -32,8 +32,8 @@ from cam_engine.types import Node
 @dataclass(frozen=True)
 class FillSettings:
     lead_tokens: int = 1000  # context (evidence, then backfill) kept in flat order
-    decay: float = 0.5  # the share of its cluster's evidence relevance a member is lent
-    density: float = 0.0  # how much a cluster's share of evidence counts (0: not at all)
+    decay: float = 0.7  # the share of its cluster's evidence relevance a member is lent
+    density: float = 0.25  # how much a cluster's share of evidence counts (0: not at all)
     max_members: int = 50  # larger clusters (covering nodes) lend nothing
 
 

@@ -20,8 +20,12 @@ least as relevant as the summary (decayed), and the first relevant lexical link 
 the best chunk as relevant as that chunk (decayed), so it ranks near it although it
 shares few words with the question. The evidence is the activated chunks by
 relevance, then the activated summaries; ``backfill`` names every other chunk the
-question reached, by relevance, so a caller with a larger budget fills it in score
-order instead of stopping where the selector stopped.
+question reached, so a caller with a larger budget fills it instead of stopping where
+the selector stopped. Its head (up to 1,000 tokens counted from the evidence on) is in
+relevance order; past it the hierarchy decides (``fill.py``): the members of the
+clusters holding the evidence, even those the question never reached, are lent a
+share of that evidence's relevance, so they come before unrelated chunks the flat
+ranking put higher. On level 0 alone (no hierarchy) the backfill stays flat.
 
 The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
 meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md).

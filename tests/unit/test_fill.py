@@ -67,7 +67,7 @@ def test_past_the_lead_a_cluster_mate_comes_before_a_stronger_unrelated_chunk(
     # The lead holds the evidence and ``near``: both stay first, as a small budget sees them.
     order = fill_of(clustered, lead_tokens=2 * WORDS)
     assert order[0] == "near"
-    assert order.index("mate") < order.index("flat")  # 0.05 + 0.5 x 1.0 > 0.3
+    assert order.index("mate") < order.index("flat")  # 0.05 + 0.7 x 1.0 x (1/2)^0.25 > 0.3
     # Without the fill (no decay) the flat ranking stands.
     assert fill_of(clustered, decay=0.0) == FLAT
 
