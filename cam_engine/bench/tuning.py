@@ -7,7 +7,7 @@ and QMSum's validation meetings, a memory each, by default: not the sets
 docs/evaluation.md reports on), then asks every question with the hybrid baseline,
 prune-and-grow without the hierarchy, and prune-and-grow with each variant of
 ``GrowSettings`` below, and prints one markdown table of gold-evidence recall at 500,
-1,000 and 2,000 tokens per set. Every variant runs through the same eval strategy
+1,000, 2,000 and 4,000 tokens per set. Every variant runs through the same eval strategy
 code as ``cam eval``. ``--out`` keeps the built memories (and an embedding cache) so a
 second run skips the build.
 """
@@ -30,9 +30,10 @@ from cam_engine.eval.loaders import load
 from cam_engine.eval.metrics import evidence_recall, truncate_to_budget
 from cam_engine.eval.runner import run_eval, scope_of
 from cam_engine.memory import Memory
+from cam_engine.retrieval.fill import FillSettings
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
-BUDGETS = (500, 1000, 2000)
+BUDGETS = (500, 1000, 2000, 4000)
 VARIANTS: dict[str, GrowSettings] = {
     "defaults": DEFAULT_GROW,
     "no lexical links": replace(DEFAULT_GROW, linked=0),
@@ -42,6 +43,11 @@ VARIANTS: dict[str, GrowSettings] = {
     "no member flow": replace(DEFAULT_GROW, member_decay=0.0),
     "member decay 0.90": replace(DEFAULT_GROW, member_decay=0.90),
     "member decay 0.97": replace(DEFAULT_GROW, member_decay=0.97),
+    "no cluster fill": replace(DEFAULT_GROW, fill=FillSettings(decay=0.0)),
+    "fill decay 0.5, no density": replace(DEFAULT_GROW, fill=FillSettings(decay=0.5, density=0.0)),
+    "fill decay 0.9, density 0.5": replace(DEFAULT_GROW, fill=FillSettings(decay=0.9, density=0.5)),
+    "fill after 500 tokens": replace(DEFAULT_GROW, fill=FillSettings(lead_tokens=500)),
+    "fill after 1,500 tokens": replace(DEFAULT_GROW, fill=FillSettings(lead_tokens=1500)),
 }
 
 
