@@ -21,10 +21,11 @@ clusters to read and the flat order stands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cam_engine.chunking import count_tokens
+from cam_engine.retrieval.scope import Documents, within
 from cam_engine.store.base import RetrievalStore
 from cam_engine.types import Node
 
@@ -47,14 +48,18 @@ def cluster_fill(
     backfill: Sequence[str],
     relevance: Mapping[str, float],
     fill: FillSettings = DEFAULT_FILL,
+    documents: Documents = None,
 ) -> list[str]:
     """``backfill`` with its part past ``fill.lead_tokens`` (counted from the evidence
     chunks on) reordered by cluster-lent relevance, and the unreached members of the
-    evidence's clusters added."""
+    evidence's clusters added (those of ``documents`` only, when given: a cluster may
+    span documents)."""
     chunks = [n for n in evidence if n.level == 0]
     if fill.decay <= 0 or not chunks:
         return list(backfill)
     lent = _lent(store, chunks, relevance, fill)
+    if documents is not None and lent:
+        lent = {i: v for i, v in lent.items() if i in _scoped(store, lent, documents)}
     if not lent:
         return list(backfill)
     lead = _lead(store, chunks, backfill, fill.lead_tokens)
@@ -67,6 +72,10 @@ def cluster_fill(
         return relevance.get(node_id, 0.0) + lent.get(node_id, 0.0)
 
     return [*backfill[:lead], *sorted(rest, key=lambda i: (-score(i), order[i]))]
+
+
+def _scoped(store: RetrievalStore, ids: Iterable[str], documents: Documents) -> set[str]:
+    return {n.id for n in within(store.get_nodes(ids).values(), documents)}
 
 
 def _lent(

@@ -147,7 +147,9 @@ def prune_and_grow(
     )
     result.backfill = sorted(reached - activated.keys(), key=lambda i: (-relevance.get(i, 0.0), i))
     if level != 0:  # the clusters are the hierarchy's: the level-0 ablation has none
-        result.backfill = cluster_fill(store, result.ranked, result.backfill, relevance, grow.fill)
+        result.backfill = cluster_fill(
+            store, result.ranked, result.backfill, relevance, grow.fill, documents
+        )
     return result
 
 

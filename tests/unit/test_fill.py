@@ -83,6 +83,16 @@ def test_members_the_question_never_reached_join_the_fill(clustered: SqliteStore
     assert "e" not in order  # the evidence is not filled in twice
 
 
+def test_a_question_kept_to_a_document_fills_from_that_document_only(
+    clustered: SqliteStore,
+) -> None:
+    far = [Node(f"far{i}", 0, CHUNK, words(f"far{i}"), "other", i, axis(i)) for i in range(9)]
+    with clustered.transaction():
+        clustered.upsert_nodes(far)
+    order = cluster_fill(clustered, EVIDENCE, FLAT, RELEVANCE, FillSettings(lead_tokens=0), ["d"])
+    assert order.index("mate") < order.index("near") and not any(i.startswith("far") for i in order)
+
+
 def test_a_dense_cluster_lends_more_than_a_sparse_one(clustered: SqliteStore) -> None:
     # The pair is half evidence; the big cluster a tenth: its members come after
     # ``flat`` (0.3 > 0.9 x 1/10), the pair's mate before it (0.05 + 0.9 x 1/2).
