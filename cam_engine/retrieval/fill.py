@@ -1,22 +1,25 @@
 """Filling a large budget from the clusters the evidence lies in.
 
 Prune-and-grow's evidence (the activated chunks, best first) rarely fills 2,000-4,000
-tokens; what follows it was the next chunks of the flat fused ranking. With a
-hierarchy the memory says more than that ranking: a level-1 summary is a cluster of
-chunks that belong together, and a cluster that holds the evidence is likely to hold
-what the question needs next, although it may share few words with the question.
+tokens; what followed it was the next chunks of the flat fused ranking. With a
+hierarchy the memory says more than that ranking: a summary is a cluster of chunks
+that belong together, and a cluster that holds the evidence is likely to hold what the
+question needs next, although it may share few words with the question.
 
 So past ``lead_tokens`` (the context a small budget sees, left in flat relevance
-order) every chunk is ranked by the larger of its own relevance and what its clusters
-lend it. A cluster lends its members the mean relevance of the evidence it holds,
-times ``decay``, times the share of its members that is evidence to the power
-``density``: a pair whose other half was chosen lends much, a large cluster holding
-one chosen chunk little. Members the question did not reach at all (no shared word,
-far in cosine) join the fill this way; the order within a cluster is the members' own
-relevance, so the flat ranking and the clusters interleave on one scale.
+order) every chunk is ranked by its own relevance plus what its clusters lend it.
+Every summary holding an evidence chunk as a member is such a cluster (a level-1
+summary, or a higher one that took the chunk in as a root); it lends its other
+members the mean relevance of the evidence it holds, times ``decay``, times the share
+of its members that is evidence to the power ``density``: a pair whose other half was
+chosen lends much, a large cluster holding one chosen chunk less. A member takes its
+best cluster's loan. Members the question did not reach at all (no shared word, far in
+cosine) join the fill this way; within a cluster the members' own relevance keeps
+their order, so the flat ranking and the clusters interleave on one scale.
 
 A property of the hierarchy: on level 0 alone (the no-hierarchy ablation) there are no
-clusters to read and the flat order stands.
+clusters to read and the flat order stands. The settings were chosen on the hard
+HotpotQA questions and QMSum's validation meetings (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def cluster_fill(
         return list(backfill)
     lent = _lent(store, chunks, relevance, fill)
     if documents is not None and lent:
-        lent = {i: v for i, v in lent.items() if i in _scoped(store, lent, documents)}
+        scoped = _scoped(store, lent, documents)
+        lent = {i: v for i, v in lent.items() if i in scoped}
     if not lent:
         return list(backfill)
     lead = _lead(store, chunks, backfill, fill.lead_tokens)
