@@ -30,6 +30,7 @@ from cam_engine.eval.loaders import load
 from cam_engine.eval.metrics import evidence_recall, truncate_to_budget
 from cam_engine.eval.runner import run_eval, scope_of
 from cam_engine.memory import Memory
+from cam_engine.retrieval.fill import FillSettings
 from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
 BUDGETS = (500, 1000, 2000, 4000)
@@ -44,6 +45,11 @@ VARIANTS: dict[str, GrowSettings] = {
     "names, damping 0.85": replace(DEFAULT_GROW, ppr_damping=0.85),
     "names, max 30 chunks": replace(DEFAULT_GROW, ppr_max_chunks=30),
     "names, max 300 chunks": replace(DEFAULT_GROW, ppr_max_chunks=300),
+    "no cluster fill": replace(DEFAULT_GROW, fill=FillSettings(decay=0.0)),
+    "fill decay 0.5, no density": replace(DEFAULT_GROW, fill=FillSettings(decay=0.5, density=0.0)),
+    "fill decay 0.9, density 0.5": replace(DEFAULT_GROW, fill=FillSettings(decay=0.9, density=0.5)),
+    "fill after 500 tokens": replace(DEFAULT_GROW, fill=FillSettings(lead_tokens=500)),
+    "fill after 1,500 tokens": replace(DEFAULT_GROW, fill=FillSettings(lead_tokens=1500)),
 }
 
 

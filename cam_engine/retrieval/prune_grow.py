@@ -18,11 +18,16 @@ activated set grows, turn after turn, along the memory's graph.
 
 Relevance flows along what the selector chose: a member of a chosen summary is at
 least as relevant as the summary (decayed), and the best name bridge (by PPR mass
-times the question's relevance) as relevant as the best chunk (decayed), so it ranks
-near it although it shares few words with the question. The evidence is the
+times the question's relevance) ranks just under the localized chunk at ``bridge_rank``,
+near the chunk it bridges from although it shares few words with the question. The evidence is the
 activated chunks by relevance, then the activated summaries; ``backfill`` names every
 other chunk the question reached, by relevance, so a caller with a larger budget
-fills it in score order instead of stopping where the selector stopped.
+fills it instead of stopping where the selector stopped. Its head (up to 1,000 tokens
+counted from the evidence on) is in relevance order; past it the hierarchy decides
+(``fill.py``): the members of the clusters holding the evidence, even those the question
+never reached, are lent a share of that evidence's relevance, so they come before
+unrelated chunks the flat ranking put higher. On level 0 alone (no hierarchy) the
+backfill stays flat.
 
 The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
 meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md, where the
@@ -43,6 +48,7 @@ import numpy as np
 from cam_engine.llm.base import Candidate, Selector
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.retrieval.base import Retrieval, unique_text
+from cam_engine.retrieval.fill import DEFAULT_FILL, FillSettings, cluster_fill
 from cam_engine.retrieval.localize import (
     DEPTH,
     Localization,
@@ -76,6 +82,7 @@ class GrowSettings:
     ppr_max_chunks: int = 100  # a name more chunks mention bridges nothing
     ppr_damping: float = 0.5  # the chance the walk goes on rather than restarting
     ppr_raised: int = 1  # best-walked chunks (that the question reached) raised
+    fill: FillSettings = DEFAULT_FILL  # a large budget filled from the clusters (fill.py)
 
 
 DEFAULT_GROW = GrowSettings()
@@ -177,6 +184,10 @@ def prune_and_grow(
         result.activated, key=lambda n: (n.level > 0, -relevance.get(n.id, 0.0), n.id)
     )
     result.backfill = sorted(reached - activated.keys(), key=lambda i: (-relevance.get(i, 0.0), i))
+    if level != 0:  # the clusters are the hierarchy's: the level-0 ablation has none
+        result.backfill = cluster_fill(
+            store, result.ranked, result.backfill, relevance, grow.fill, documents
+        )
     return result
 
 
