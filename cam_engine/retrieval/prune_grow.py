@@ -73,7 +73,7 @@ class GrowSettings:
     member_decay: float = 0.95  # a member's relevance from its chosen summary's
     # A bridge ranks just below the localized chunk of this rank (from 1): a few ranks
     # under the chunk it bridges from, whatever the scale of the fused scores.
-    bridge_rank: int = 5
+    bridge_rank: int = 2
     # How a bridge's second half is found: "lexical" (links of the best chunk),
     # "names" (personalized PageRank over the names the localized chunks share:
     # name_graph.py) or "both".
