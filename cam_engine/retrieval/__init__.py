@@ -1,7 +1,7 @@
 """Memory retrieval (CAM Section 4.2): which nodes a question activates, best first.
 
 - ``prune-grow`` (CAM, the default): hybrid localization, then selector-guided growth
-  along neighbours, children and lexical links (prune_grow.py).
+  along neighbours, children and name bridges (prune_grow.py).
 - ``global``: fast localization only; ``traverse``: top-down from the top level.
 - ``dense``, ``bm25``, ``hybrid``: flat rankings of the chunks, the baselines the
   memory's structure is measured against.

@@ -16,12 +16,12 @@ activated set grows, turn after turn, along the memory's graph.
 4. Stop when nothing new is chosen, when the candidates stop changing, or after
    ``max_turns``.
 
-Relevance flows along what the selector chose: a member of a chosen summary is at
-least as relevant as the summary (decayed), and the best name bridge (by PPR mass
-times the question's relevance) ranks just under the localized chunk at ``bridge_rank``,
-near the chunk it bridges from although it shares few words with the question. The evidence is the
-activated chunks by relevance, then the activated summaries; ``backfill`` names every
-other chunk the question reached, by relevance, so a caller with a larger budget
+Relevance flows along what the selector chose: a member of a chosen summary is at least
+as relevant as the summary (decayed), and the best name bridge (by PPR mass times the
+question's relevance) ranks just under the localized chunk at ``bridge_rank``, near the
+chunk it bridges from although it shares few words with the question. The evidence is
+the activated chunks by relevance, then the activated summaries; ``backfill`` names
+every other chunk the question reached, by relevance, so a caller with a larger budget
 fills it instead of stopping where the selector stopped. Its head (up to 1,000 tokens
 counted from the evidence on) is in relevance order; past it the hierarchy decides
 (``fill.py``): the members of the clusters holding the evidence, even those the question
@@ -30,11 +30,9 @@ unrelated chunks the flat ranking put higher. On level 0 alone (no hierarchy) th
 backfill stays flat.
 
 The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
-meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md, where the
-comparison of lexical links and name bridges is). Name bridges against lexical links,
-recall@500/1000/2000 on the hard questions: 0.838 / 0.943 / 0.985 against 0.833 /
-0.927 / 0.977; held out, on HotpotQA-200, level within the paired intervals (0.810 /
-0.909 / 0.964 against 0.816 / 0.912 / 0.970).
+meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md, "How
+prune-and-grow earns its place", has the comparisons: name bridges against lexical
+links, bridge ranks, the cluster fill's variants).
 """
 
 from __future__ import annotations
@@ -103,8 +101,8 @@ def prune_and_grow(
 ) -> Retrieval:
     """CAM's associative exploration. ``level=0`` keeps it to the chunks (localization
     and growth at level 0 only): the paper's "w/o hierarchy" ablation. ``documents``
-    keeps it to those documents (``scope.py``): localization and lexical links search
-    them only, and grown nodes outside them (a neighbour in another document) are
+    keeps it to those documents (``scope.py``): localization, name bridges and lexical
+    links search them only, and grown nodes outside them (a neighbour in another document) are
     never offered. ``on_progress`` hears of each turn (one selector call: an LLM's,
     with a chat selector)."""
     result = Retrieval("prune-grow", [])
@@ -201,10 +199,10 @@ def _grow(
     bridge_place: float | None,
     documents: Documents = None,
 ) -> list[str]:
-    """The nodes the chosen lead to (children, lexical links, neighbours: in that
-    order, sources best first), raising ``relevance`` where it flows and adding the
-    chunks reached to ``reached``. Lexical links are followed when a ``bridge_place``
-    (the relevance a bridge gets) is given."""
+    """The nodes the chosen lead to (children, lexical links where followed, neighbours: in
+    that order, sources best first), raising ``relevance`` where it flows and adding the
+    chunks reached to ``reached``. Lexical links are followed when a ``bridge_place`` (the
+    relevance a bridge gets) is given."""
     order = sorted(chosen, key=lambda n: (-relevance.get(n.id, 0.0), n.id))
     ids = [n.id for n in order]
     neighbours = store.neighbours(ids)

@@ -248,7 +248,7 @@ STRATEGIES: dict[str, Strategy] = {
             "prune-grow",
             CAM,
             "hybrid localization, then selector-guided growth along neighbours, "
-            "children and lexical links (CAM's Prune-and-Grow)",
+            "children and shared names (CAM's Prune-and-Grow)",
             _prune_grow,
         ),
         Strategy(
