@@ -3,14 +3,16 @@ cosine AND by its words, each ranking weighed by how far its own scores set its 
 hits apart for THIS question and memory (calibrated score fusion).
 
 A hit scores ``FOUND`` plus how many spreads (the standard deviation of the ranking's
-first 40 scores) it stands above the ranking's floor: its last hit, or 0 for a
-full-text search that returned fewer hits than asked (every other node matched no
-word). The fused score is the sum over the rankings. So BM25 leads when the
-question's rare words (a name, a date, a specific) put a few turns far above those
-sharing only common words, dense leads when a few cosines stand above an even tail,
-and a flat ranking (all scores equal) adds the same to every hit and leaves the
-order to the others. Only the shape of each ranking's scores counts, never their
-scale, so SQLite's FTS5 bm25, Neo4j's Lucene and a cosine fuse alike.
+first 40 scores) it stands above the ranking's floor: its 40th hit, or, with fewer, 0
+for a full-text search (every other node matched no word) and the last hit for a
+vector search. Hits past the 40th score less than ``FOUND`` (and more than 0), so
+asking a ranker for more hits never changes the fused scores of its first 40. The
+fused score is the sum over the rankings. So BM25 leads when the question's rare words
+(a name, a date, a specific) put a few turns far above those sharing only common
+words, dense leads when a few cosines stand above an even tail, and a flat ranking
+(all scores equal) adds the same to every hit and leaves the order to the others. Only
+the shape of each ranking's scores counts, never their scale, so SQLite's FTS5 bm25,
+Neo4j's Lucene and a cosine fuse alike.
 
 Reciprocal ranks (RRF, k=60), the fusion before, give rank 1 of every ranking the
 same weight whatever its scores say. MiniLM ranks the turns of a conversation by
@@ -31,6 +33,7 @@ its floor where known and a weight.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,7 +81,12 @@ def calibrated(ranking: Ranking, head: int = DEPTH) -> dict[str, float]:
     if not hits:
         return {}
     first = [score for _, score in hits[:head]]
-    if ranking.floor is None:
+    if len(hits) >= head:
+        # The floor is the head's last score however deep the ranker was asked: the
+        # head's calibration, and so the fused order of the best hits, is the same for
+        # the flat baseline's 40 hits and for prune-and-grow's 200.
+        floor = first[-1]
+    elif ranking.floor is None:
         floor = hits[-1][1]
     else:
         floor = ranking.floor
@@ -86,7 +94,14 @@ def calibrated(ranking: Ranking, head: int = DEPTH) -> dict[str, float]:
     spread = float(np.std(first))
     if spread <= 0:
         return dict.fromkeys((node_id for node_id, _ in hits), FOUND)
-    return {node_id: FOUND + (score - floor) / spread for node_id, score in hits}
+    return {node_id: _above_floor((score - floor) / spread) for node_id, score in hits}
+
+
+def _above_floor(spreads: float) -> float:
+    """``FOUND`` plus the spreads a hit stands above the floor; under the floor (hits past
+    the head) a share of ``FOUND`` falling with the distance: still more than a node the
+    ranker did not return, and in the ranker's order."""
+    return FOUND + spreads if spreads >= 0 else FOUND * math.exp(spreads)
 
 
 def fuse(rankings: Sequence[Ranking]) -> Localization:

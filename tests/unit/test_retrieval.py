@@ -19,7 +19,7 @@ from cam_engine.retrieval import (
     prune_and_grow,
     traverse,
 )
-from cam_engine.retrieval.localize import FOUND, Ranking, fuse, hybrid
+from cam_engine.retrieval.localize import DEPTH, FOUND, Ranking, calibrated, fuse, hybrid
 from cam_engine.retrieval.prune_grow import GrowSettings
 from cam_engine.store.base import GraphStore
 from cam_engine.store.sqlite import SqliteStore
@@ -393,3 +393,20 @@ def test_memory_ask_runs_every_strategy_and_refuses_bad_requests(tmp_path: Path)
             memory.ask("whale?", strategy="memagent", options={"max_pagez": 3})
         with pytest.raises(ConfigError, match="unknown strategy"):
             memory.ask("whale?", strategy="nope")
+
+
+@given(
+    st.lists(st.floats(0.0, 100.0, allow_nan=False), min_size=41, max_size=200),
+    st.booleans(),
+)
+def test_asking_a_ranker_for_more_hits_never_changes_the_calibration_of_its_first_40(
+    scores: list[float], known_floor: bool
+) -> None:
+    # The flat baseline asks each ranker for 40 hits, prune-and-grow for 200: the best
+    # hits must fuse the same, or the two would order the same question's chunks apart.
+    ordered = sorted(scores, reverse=True)
+    hits = [(f"n{i:03d}", s) for i, s in enumerate(ordered)]
+    shallow = calibrated(Ranking(hits[:DEPTH]))
+    deep = calibrated(Ranking(hits, floor=0.0 if known_floor else None))
+    assert all(deep[i] == pytest.approx(shallow[i]) for i, _ in hits[:DEPTH])
+    assert all(0 < deep[i] <= FOUND for i, _ in hits[DEPTH:])
