@@ -51,7 +51,11 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 # a turn ("Caroline: I went ..."). A turn without final punctuation must not run into
 # the next one, nor the header into the first turn; hard-wrapped prose lines rarely
 # open with a capitalized word and a colon.
-_LINE_OF_ITS_OWN = re.compile(r"\n(?=[ \t]*(?:\[[^\]\n]*\][ \t]*(?:\n|$)|[A-Z][\w .'’-]{0,40}:\s))")
+_TURN = r"[A-Z][\w .'’-]{0,40}:\s"  # "Caroline: ", a transcript's turn
+_LINE_OF_ITS_OWN = re.compile(rf"\n(?=[ \t]*(?:\[[^\]\n]*\][ \t]*(?:\n|$)|{_TURN}))")
+
+
+_STARTS_TURN = re.compile(_TURN)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -625,7 +629,8 @@ def _quotable(sentence: str) -> bool:
     not a heading, a line of a table of contents or an illustration's caption."""
     text = _without_debris(sentence)
     words = text.split()
-    if len(words) < 3 or not _ENDS_SENTENCE.search(text):
+    # A transcript's turn is one, ended or not ("Caroline: I went to the group").
+    if len(words) < 3 or not (_ENDS_SENTENCE.search(text) or _STARTS_TURN.match(text)):
         return False
     if _is_layout(text):
         return False  # a heading, a line of a table of contents, several in a row

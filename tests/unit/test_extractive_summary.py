@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cam_engine.llm import ExtractiveSummarizer
-from cam_engine.llm.extractive import split_sentences
+from cam_engine.llm.extractive import ExtractiveAnswerer, split_sentences
 from tests.conftest import shared_file
 
 SUMMARIZER = ExtractiveSummarizer()
@@ -111,3 +111,9 @@ def test_wrapped_prose_lines_still_make_one_sentence() -> None:
     assert split_sentences(text) == [
         "The whale surfaced beside the ship at dawn, and Ahab: saw it first."
     ]
+
+
+def test_an_unpunctuated_turn_can_be_quoted_as_an_answer() -> None:
+    answer = ExtractiveAnswerer().answer("Where did Caroline go about adoption?", [TRANSCRIPT])
+    assert "Caroline: I went to the adoption support group yesterday" in answer.text
+    assert "Session" not in answer.text
