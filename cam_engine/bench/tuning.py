@@ -35,13 +35,16 @@ from cam_engine.retrieval.prune_grow import DEFAULT_GROW, GrowSettings
 
 BUDGETS = (500, 1000, 2000, 4000)
 VARIANTS: dict[str, GrowSettings] = {
-    "defaults (name bridges, 3 seeds, bridge rank 2)": DEFAULT_GROW,
+    "defaults (name bridges, 3 seeds, bridge rank 2, member decay 0.8)": DEFAULT_GROW,
     "lexical links instead": replace(DEFAULT_GROW, bridges="lexical"),
     "names and lexical links": replace(DEFAULT_GROW, bridges="both"),
     "no bridges": replace(DEFAULT_GROW, bridges="lexical", linked=0),
     "names, bridge rank 3": replace(DEFAULT_GROW, bridge_rank=3),
     "names, bridge rank 5": replace(DEFAULT_GROW, bridge_rank=5),
     "names, bridge rank 8": replace(DEFAULT_GROW, bridge_rank=8),
+    "member decay 0.95": replace(DEFAULT_GROW, member_decay=0.95),
+    "member decay 0.7": replace(DEFAULT_GROW, member_decay=0.7),
+    "no member flow": replace(DEFAULT_GROW, member_decay=0.0),
     "names, 1 seed": replace(DEFAULT_GROW, ppr_seeds=1),
     "names, 5 seeds": replace(DEFAULT_GROW, ppr_seeds=5),
     "names, 2 raised": replace(DEFAULT_GROW, ppr_raised=2),

@@ -68,7 +68,7 @@ class GrowSettings:
     linked: int = 1  # best localized chunks whose lexical links are followed
     links_per_node: int = 5
     link_terms: int = 30  # words of a chunk its lexical links are searched by
-    member_decay: float = 0.95  # a member's relevance from its chosen summary's
+    member_decay: float = 0.8  # a member's relevance from its chosen summary's
     # A bridge ranks just below the localized chunk of this rank (from 1): a few ranks
     # under the chunk it bridges from, whatever the scale of the fused scores.
     bridge_rank: int = 2
