@@ -26,16 +26,13 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from cam_engine.calendar_names import MONTH_NAMES, WEEKDAY_NAMES
 from cam_engine.errors import InputError
 
 # A speaker's name or a session's name is a label, not a text: longer is a mistake.
 MAX_NAME_CHARS = 200
 _SESSION_KEY = re.compile(r"session_(\d+)")
-_MONTH_NAMES = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)  # fmt: skip
-_MONTHS = {name.lower(): number for number, name in enumerate(_MONTH_NAMES, start=1)}
+_MONTHS = {name.lower(): number for number, name in enumerate(MONTH_NAMES, start=1)}
 _DAY_MONTH_YEAR = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]{3,9})\.?,?\s+(\d{4})\b")
 _MONTH_DAY_YEAR = re.compile(r"\b([A-Za-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b")
 
@@ -113,9 +110,10 @@ def _month(name: str) -> int | None:
 def date_renderings(day: date) -> list[str]:
     """The ways a question may write the day: ``8 May 2023``, ``Monday, May 8, 2023``,
     ``2023-05-08`` (``May 2023`` and ``2023`` are inside them as words)."""
+    month, weekday = MONTH_NAMES[day.month - 1], WEEKDAY_NAMES[day.weekday()]
     return [
-        f"{day.day} {day:%B} {day.year}",
-        f"{day:%A}, {day:%B} {day.day}, {day.year}",
+        f"{day.day} {month} {day.year}",
+        f"{weekday}, {month} {day.day}, {day.year}",
         day.isoformat(),
     ]
 

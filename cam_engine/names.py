@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from cam_engine.calendar_names import MONTH_NAMES
 from cam_engine.stopwords import STOPWORDS
 from cam_engine.types import Node
 
@@ -66,22 +67,7 @@ HONORIFICS = frozenset(
 INTERJECTIONS = frozenset(["o", "oh", "ah", "aye", "ay", "ho", "alas", "yes", "nay", "lo"])
 # Other abbreviations whose period does not end a sentence; they stay in the name.
 ABBREVIATIONS = frozenset(["st", "mt", "ft", "jr", "sr", "co", "inc", "ltd", "no", "vs"])
-MONTHS = frozenset(
-    [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ]
-)
+MONTHS = frozenset(name.casefold() for name in MONTH_NAMES)
 
 # One token: a number (with thousands separators), a word (letters and digits, inner
 # apostrophes and hyphens), a paragraph break, or one punctuation mark.

@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from cam_engine.calendar_names import MONTH_NAMES, WEEKDAY_NAMES
 from cam_engine.stopwords import STOPWORDS
 
 PERSON = "person"
@@ -25,21 +26,6 @@ NUMBER = "number"
 NAME = "name"  # a proper name of anything (which ship, what inn)
 THING = "thing"  # no kind to look for: the question's words decide
 
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-_WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 # Titles go before a name; they are not the name ("Mr. Collins": Collins).
 _TITLES = frozenset(
     [
@@ -145,9 +131,9 @@ _PLACE_WORDS = re.compile(
 
 _TIME_STRONG = re.compile(
     r"\b(?:1[0-9]{3}|[0-9]{1,2}(?:st|nd|rd|th)|"
-    + "|".join(_MONTHS[:4] + _MONTHS[5:])  # "May" is also a verb: below, with a day
+    + "|".join(MONTH_NAMES[:4] + MONTH_NAMES[5:])  # "May" is also a verb: below, with a day
     + r"|May\s+[0-9]|"
-    + "|".join(_WEEKDAYS)
+    + "|".join(WEEKDAY_NAMES)
     + r"|Christmas|Easter|Michaelmas|Lammas|Whitsun\w*|Candlemas|Midsummer|"
     r"o'clock|o’clock|midnight|noon)\b"
 )
