@@ -182,6 +182,11 @@ class Environment:
     neo4j_browser_url: str | None = None
     llm_timeout: float | None = None  # seconds per chat request (client default 60)
     llm_max_retries: int | None = None  # retries of a failed chat request (client default 4)
+    llm: str | None = None  # CAM_LLM: the default of --llm and --summarizer (llm/backends.py)
+    # A local GGUF model's llama.cpp server (llm/llamacpp.py has the defaults)
+    llm_threads: int | None = None
+    llm_context_tokens: int | None = None
+    llm_gpu_layers: int | None = None
     embed_device: str | None = None  # auto (the default), cpu, cuda or mps
     # texts per embedding call (default: 256 on a GPU, 64 on a CPU, 128 per API request)
     embed_batch_size: int | None = None
@@ -212,6 +217,10 @@ class Environment:
             neo4j_browser_url=env.get("CAM_NEO4J_BROWSER_URL") or None,
             llm_timeout=_number(env, "CAM_LLM_TIMEOUT", float),
             llm_max_retries=_number(env, "CAM_LLM_MAX_RETRIES", int),
+            llm=env.get("CAM_LLM") or None,
+            llm_threads=_number(env, "CAM_LLM_THREADS", int),
+            llm_context_tokens=_number(env, "CAM_LLM_CONTEXT", int),
+            llm_gpu_layers=_number(env, "CAM_LLM_GPU_LAYERS", int),
             embed_device=env.get("CAM_EMBED_DEVICE") or None,
             embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),
             embed_base_url=env.get("CAM_EMBED_BASE_URL") or None,

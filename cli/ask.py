@@ -14,6 +14,7 @@ from cam_engine.cli.options import (
     device_option,
     echo_json,
     json_option,
+    llm_option,
     memory_options,
     open_memory,
     plural,
@@ -73,15 +74,7 @@ def _require_view(memory: Memory, view: str | None) -> None:
     show_default=True,
     help="Characters per evidence snippet.",
 )
-@click.option(
-    "--llm",
-    type=click.Choice(["extractive", "openai", "local"]),
-    default="extractive",
-    show_default=True,
-    help="Who selects and answers: extractive (offline, quotes the evidence), openai "
-    "(CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint) or local (--model-dir).",
-)
-@click.option("--model-dir", help="A transformers model directory, for --llm local.")
+@llm_option("Who selects the evidence, answers, and runs the adapters' strategies:")
 @click.option(
     "--max-pages",
     default=5,
@@ -138,7 +131,6 @@ def ask(
     max_turns: int,
     width: int,
     llm: str,
-    model_dir: str | None,
     max_pages: int,
     max_iters: int,
     research_output: str,
@@ -167,20 +159,22 @@ def ask(
             "resume": not restart,
         },
     }
-    chat = selector = answerer = None
-    # Offline, the CAM strategies answer in a moment: only LLM turns and the adapters'
-    # reading take long enough to report.
     progress = ProgressLines(terminal=sys.stderr.isatty())
-    on_progress = progress if spec.family == ADAPTER or llm != "extractive" else None
-    if llm != "extractive":
-        from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
-
-        chat = chat_for(llm, Environment.from_env(), model_dir)
-        selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
     try:
         with open_memory(store, memory_name, device=device) as memory:
             _require_chunks(memory)
             _require_view(memory, spec.view)
+            # The model starts only once the memory is known to be there: a large one
+            # takes a while to load.
+            chat = chat_for(llm, Environment.from_env())
+            selector = answerer = None
+            if chat is not None:
+                from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
+
+                selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
+            # Offline, the CAM strategies answer in a moment: only LLM turns and the
+            # adapters' reading take long enough to report.
+            on_progress = progress if spec.family == ADAPTER or chat is not None else None
             result = memory.ask(
                 question,
                 strategy=strategy,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cam_engine.cli.options import LiveHelp, device_option, echo_json
+from cam_engine.cli.options import LiveHelp, chat_for, device_option, echo_json, llm_option
 from cam_engine.errors import CamError
 
 if TYPE_CHECKING:
@@ -143,14 +143,11 @@ class _Ticker:
     type=click.IntRange(min=1),
     help="CAM: nodes found by fast localization.",
 )
-@click.option(
-    "--llm",
-    type=click.Choice(["openai", "local"]),
-    help="Also answer each question from each strategy's context and score the answers "
-    "(EM/F1/sub_em, or ROUGE for free-form answers): openai (CAM_LLM_BASE_URL / "
-    "CAM_LLM_MODEL) or local (--model-dir).",
+@llm_option(
+    "Also answer each question from each strategy's context and score the answers "
+    "(EM/F1/sub_em, or ROUGE for free-form answers), by this model; extractive (the "
+    "default) scores retrieval only.",
 )
-@click.option("--model-dir", help="A transformers model directory, for --llm local.")
 @click.option(
     "--answer-budget",
     default=1000,
@@ -216,8 +213,7 @@ def eval_command(
     depths: str,
     out: Path | None,
     top_k: int,
-    llm: str | None,
-    model_dir: str | None,
+    llm: str,
     answer_budget: int,
     embed_model: str | None,
     device: str | None,
@@ -307,11 +303,11 @@ def eval_command(
     if scoped:
         raise click.BadParameter("only for books", param_hint="--scoped")
     answerer = None
-    if llm is not None:
-        from cam_engine.cli.options import chat_for
+    chat = chat_for(llm, Environment.from_env())
+    if chat is not None:
         from cam_engine.llm.tasks import ChatAnswerer
 
-        answerer = ChatAnswerer(chat_for(llm, Environment.from_env(), model_dir))
+        answerer = ChatAnswerer(chat)
     if queries is not None and kind != "qmsum":
         raise click.BadParameter("only for qmsum", param_hint="--queries")
     bar: _Bar | _Ticker

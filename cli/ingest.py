@@ -14,6 +14,7 @@ from cam_engine.cli.options import (
     device_option,
     echo_json,
     json_option,
+    llm_option,
     memory_options,
     open_memory,
     plural,
@@ -138,7 +139,7 @@ def _build_view(
                 "without PATH rebuilds it for every document)"
             )
         return
-    chat = None if backend == "extractive" else chat_for("openai", Environment.from_env())
+    chat = chat_for(backend, Environment.from_env())
 
     def pages(done: int) -> None:
         click.echo(f"\rview readagent: {plural(done, 'page')} gisted", nl=False, err=True)
@@ -203,13 +204,7 @@ def _build_view(
     is_flag=True,
     help="After adding PATHS (if any), rebuild every level from the stored chunks in one pass.",
 )
-@click.option(
-    "--summarizer",
-    type=click.Choice(["extractive", "openai"]),
-    default="extractive",
-    show_default=True,
-    help="extractive: offline, no model. openai: CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint.",
-)
+@llm_option("Who writes the summaries (and the --view's LLM steps):", "--summarizer")
 @click.option(
     "--llm-concurrency",
     default=4,

@@ -9,7 +9,13 @@ from dataclasses import replace
 import click
 
 from cam_engine import Environment
-from cam_engine.cli.options import chat_for, device_option, memory_options, summarizer_for
+from cam_engine.cli.options import (
+    chat_for,
+    device_option,
+    llm_option,
+    memory_options,
+    summarizer_for,
+)
 from cam_engine.errors import CamError
 from cam_engine.llm.base import Answerer, ChatModel, Selector
 from cam_engine.serve.http_settings import (
@@ -112,23 +118,11 @@ def _is_loopback(host: str) -> bool:
     "request under way, it is answered 503 and closed. Keep it well under the file "
     "descriptor limit (ulimit -n).",
 )
-@click.option(
-    "--summarizer",
-    type=click.Choice(["extractive", "openai"]),
-    default="extractive",
-    show_default=True,
-    help="Who writes the summaries of ingested text: extractive (offline) or openai "
-    "(CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint).",
+@llm_option("Who writes the summaries of ingested text:", "--summarizer")
+@llm_option(
+    "Who selects evidence and answers in ask (one local model named by both options "
+    "is loaded once):"
 )
-@click.option(
-    "--llm",
-    type=click.Choice(["extractive", "openai", "local"]),
-    default="extractive",
-    show_default=True,
-    help="Who selects evidence and answers in ask: extractive (offline, quotes the "
-    "evidence), openai (CAM_LLM_BASE_URL / CAM_LLM_MODEL endpoint) or local (--model-dir).",
-)
-@click.option("--model-dir", help="A transformers model directory, for --llm local.")
 @click.option(
     "--llm-concurrency",
     default=4,
@@ -157,7 +151,6 @@ def mcp(
     max_connections: int,
     summarizer: str,
     llm: str,
-    model_dir: str | None,
     llm_concurrency: int,
     readers: int,
     device: str | None,
@@ -192,13 +185,12 @@ def mcp(
     env = Environment.from_env()
     if device is not None:  # --device beats CAM_EMBED_DEVICE
         env = replace(env, embed_device=device)
-    chat: ChatModel | None = None
     selector: Selector | None = None
     answerer: Answerer | None = None
-    if llm != "extractive":
+    chat: ChatModel | None = chat_for(llm, env)
+    if chat is not None:
         from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
 
-        chat = chat_for(llm, env, model_dir)
         selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
 
     # Imported here: the SDK takes about a second to load, which other commands need not wait.

@@ -14,6 +14,7 @@ from click.shell_completion import CompletionItem
 from cam_engine import Environment, Memory, Settings
 from cam_engine.errors import CamError
 from cam_engine.llm import ChatModel, ExtractiveSummarizer, Summarizer
+from cam_engine.llm.backends import open_chat, parse_llm_spec
 from cam_engine.retrieval.strategies import STRATEGIES, strategy_named
 
 
@@ -60,31 +61,73 @@ def json_option(command: Callable[..., Any]) -> Callable[..., Any]:
     )
 
 
-def chat_for(name: str, env: Environment, model_dir: str | None = None) -> ChatModel:
-    """The chat model behind --llm: an OpenAI-compatible endpoint or a local model."""
-    if name == "local":
-        if not model_dir:
-            raise click.UsageError("--llm local needs --model-dir DIR (a transformers model)")
-        from cam_engine.llm.transformers_local import TransformersChat
+class ModelSpec(click.ParamType):
+    """A model as ``--llm`` / ``--summarizer`` / ``CAM_LLM`` name it (llm/backends.py)."""
 
+    name = "MODEL"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
-            return TransformersChat(model_dir)
+            parse_llm_spec(str(value))
+        except CamError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value).strip()
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        return [
+            CompletionItem(name)
+            for name in ("extractive", "openai", "local:")
+            if name.startswith(incomplete)
+        ]
+
+
+MODEL_SPEC = ModelSpec()
+MODEL_HELP = (
+    "extractive (offline: quotes the text, no model), openai (the endpoint at "
+    "CAM_LLM_BASE_URL serving CAM_LLM_MODEL: OpenAI, vLLM, Ollama, llama-server, ...) or "
+    "local:PATH (a .gguf file run in-process by llama.cpp, extra 'local-llm'; or a "
+    "transformers model directory). Default: $CAM_LLM, else extractive."
+)
+
+
+def llm_option(help_first: str, *names: str, default: str | None = "extractive") -> Any:
+    """--llm (or --summarizer): which model writes; ``CAM_LLM`` is its default."""
+    return click.option(
+        *(names or ("--llm",)),
+        type=MODEL_SPEC,
+        envvar="CAM_LLM",
+        default=default,
+        show_default=False,
+        help=f"{help_first} {MODEL_HELP}",
+    )
+
+
+def chat_for(spec: str, env: Environment) -> ChatModel | None:
+    """The chat model ``spec`` names (None for extractive), open until the command ends.
+
+    A local GGUF model starts a llama.cpp server here; it is stopped when the command
+    returns, fails or is interrupted (a resource of the click context), and a second
+    option naming the same model (mcp's --summarizer and --llm) gets the same server.
+    """
+    ctx = click.get_current_context()
+    opened: dict[str, ChatModel | None] = ctx.find_root().meta.setdefault("cam.chats", {})
+    if spec not in opened:
+        try:
+            opened[spec] = ctx.find_root().with_resource(open_chat(spec, env))
         except CamError as exc:
             raise click.ClickException(str(exc)) from exc
-    from cam_engine.llm import OpenAICompatibleChat
-
-    try:
-        return OpenAICompatibleChat.from_environment(env)
-    except CamError as exc:
-        raise click.ClickException(str(exc)) from exc
+    return opened[spec]
 
 
-def summarizer_for(name: str, env: Environment) -> Summarizer:
-    if name == "extractive":
+def summarizer_for(spec: str, env: Environment) -> Summarizer:
+    chat = chat_for(spec, env)
+    if chat is None:
         return ExtractiveSummarizer()
-    from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
+    from cam_engine.llm import ChatSummarizer
 
-    return ChatSummarizer(OpenAICompatibleChat.from_environment(env))
+    return ChatSummarizer(chat)
 
 
 def open_memory(

@@ -49,7 +49,11 @@ class OpenAICompatibleChat:
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        name: str | None = None,
     ) -> None:
+        # What outputs are labelled with: openai:<model> unless the caller knows better
+        # (a local llama.cpp server speaks this protocol but is not OpenAI).
+        self._name = name or f"openai:{model}"
         self._api = JsonEndpoint(
             base_url,
             "chat/completions",
@@ -88,7 +92,7 @@ class OpenAICompatibleChat:
 
     @property
     def name(self) -> str:
-        return f"openai:{self._api.model}"
+        return self._name
 
     @property
     def model(self) -> str:
