@@ -35,8 +35,9 @@ from cam_engine.llm.base import Candidate, ChatModel, Usage
 from cam_engine.llm.openai_compat import OpenAICompatibleChat
 from cam_engine.llm.summarizer import ChatSummarizer
 from cam_engine.llm.tasks import ChatSelector
+from tests.conftest import SHARED_DATA
 
-ESSAY = Path(__file__).resolve().parents[2] / "../shared/data/haystacks/paul_graham/gap.txt"
+ESSAY = SHARED_DATA / "haystacks/paul_graham/gap.txt"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDER = HashingEmbedder(64)
 QUESTIONS = [

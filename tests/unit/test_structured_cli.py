@@ -42,6 +42,14 @@ def test_empty_summaries_fall_back_to_extractive_and_the_batch_commits(tmp_path:
     assert run["unusable_replies"] == sum(b["unusable_replies"] for b in batches)
     assert run["parsed_replies"] == run["repaired_replies"] == 0
     assert all(b["usage"]["unusable_replies"] == b["unusable_replies"] for b in batches)
+    # Without --json the run's line does not credit those summaries to the model.
+    other = tmp_path / "more.txt"
+    other.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[3000:6000])
+    with ChatServer(default=Reply("")) as server:
+        env["CAM_LLM_BASE_URL"] = server.base_url
+        args = ["ingest", str(other), "--summarizer", "openai"]
+        line = CliRunner().invoke(cli, args, env=env).output.strip().splitlines()[-1]
+    assert "written by openai:empty (" in line and "extractive: empty replies)" in line
 
 
 def test_an_unusable_selection_ends_prune_and_grow_and_ask_json_counts_it(
