@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cam_engine.errors import InputError
-from cam_engine.llm.base import EXTRACTIVE, ChatModel, Completion, Message, Usage
+from cam_engine.llm.base import EXTRACTIVE, ChatModel, Completion, JsonSchema, Message, Usage
+from cam_engine.llm.structured import ReplyFormat, StructuredReply, ask
 from cam_engine.memory import Memory
+
+T = TypeVar("T")
 
 
 def count_tokens(text: str) -> int:
@@ -27,7 +30,8 @@ def count_tokens(text: str) -> int:
 @dataclass
 class CallLog:
     """The LLM cost of one adapter run: calls, tokens (as the endpoint reports them,
-    else approximated), seconds, and the largest context (prompt) sent in one call."""
+    else approximated), seconds, the largest context (prompt) sent in one call, and how
+    the parsed replies turned out (``Usage.reply_counts``)."""
 
     usage: Usage = field(default_factory=Usage)
     largest_context_tokens: int = 0
@@ -36,10 +40,38 @@ class CallLog:
         self, chat: ChatModel, messages: Sequence[Message], *, max_tokens: int
     ) -> Completion:
         """One chat call at temperature 0, recorded."""
-        completion = chat.complete(messages, max_tokens=max_tokens, temperature=0.0)
+        completion = self._call(chat, messages, max_tokens, None)
+        self.usage += completion.usage
+        return completion
+
+    def ask(
+        self,
+        chat: ChatModel,
+        messages: Sequence[Message],
+        reply: ReplyFormat[T],
+        *,
+        max_tokens: int,
+    ) -> StructuredReply[T]:
+        """A reply in ``reply``'s format, with one repair call when the first is
+        unusable (llm/structured.py); its calls and outcome recorded."""
+
+        def call(sent: Sequence[Message], schema: JsonSchema | None) -> Completion:
+            return self._call(chat, sent, max_tokens, schema)
+
+        answer = ask(call, messages, reply, backend=chat.name)
+        self.usage += answer.usage
+        return answer
+
+    def _call(
+        self,
+        chat: ChatModel,
+        messages: Sequence[Message],
+        max_tokens: int,
+        schema: JsonSchema | None,
+    ) -> Completion:
+        completion = chat.complete(messages, max_tokens=max_tokens, temperature=0.0, schema=schema)
         sent = completion.usage.prompt_tokens or sum(count_tokens(m.content) for m in messages)
         self.largest_context_tokens = max(self.largest_context_tokens, sent)
-        self.usage += completion.usage
         return completion
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,6 +81,7 @@ class CallLog:
             "completion_tokens": self.usage.completion_tokens,
             "llm_seconds": round(self.usage.seconds, 3),
             "largest_context_tokens": self.largest_context_tokens,
+            **self.usage.reply_counts(),
         }
 
 

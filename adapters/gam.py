@@ -7,8 +7,12 @@ with the document's earlier abstracts in view, and the session is stored as a pa
 rounds of PLAN (which keyword / vector / page-index searches, from the request and all
 abstracts), SEARCH, INTEGRATE (the found pages and the result so far into one
 standalone factual result) and REFLECT (enough? else follow-up requests that drive
-the next round). Malformed replies fall back as the reference code does (empty plan,
-previous result, ``enough=false``), with a warning; transport errors propagate.
+the next round). Plan, integrate and reflect replies are asked for with their JSON
+Schemas (``PLAN_SCHEMA``, ``INTEGRATE_SCHEMA``, ``REFLECT_SCHEMA``: the JSON objects the
+prompts describe), which endpoints with structured outputs enforce. An unusable reply
+gets one repair call (llm/structured.py); then it falls back as the reference code
+does (empty plan, previous result, ``enough=false``), with a warning; transport errors
+propagate.
 
 Offline (``chat=None``) nothing is written by a model: memos are extractive summaries,
 the plan is the question itself, the result is the best-matching sentences of the
@@ -40,6 +44,7 @@ from cam_engine.llm.base import EXTRACTIVE, ChatModel
 from cam_engine.llm.extractive import ExtractiveSummarizer, content_words, split_sentences
 from cam_engine.llm.parsers import parse_json_object, strip_thinking
 from cam_engine.llm.prompts import load_prompt
+from cam_engine.llm.structured import INTEGER_LIST, STRING_LIST, ReplyFormat, object_schema
 from cam_engine.memory import Memory
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import MEMO, PAGE, Node, ViewNode
@@ -64,6 +69,22 @@ INTEGRATE_MAX_TOKENS = 1536
 REFLECT_MAX_TOKENS = 512
 NO_MEMORY = "(none yet: this is the first session of the document)"
 NO_RESULT = "(empty: nothing has been gathered yet)"
+PLAN_SCHEMA = object_schema(
+    "gam_plan",
+    {
+        "info_needs": STRING_LIST,
+        "tools": {"type": "array", "items": {"type": "string", "enum": list(TOOLS)}},
+        "keyword_collection": STRING_LIST,
+        "vector_queries": STRING_LIST,
+        "page_index": INTEGER_LIST,
+    },
+)
+INTEGRATE_SCHEMA = object_schema(
+    "gam_integrate", {"content": {"type": "string"}, "sources": INTEGER_LIST}
+)
+REFLECT_SCHEMA = object_schema(
+    "gam_reflect", {"enough": {"type": "boolean"}, "new_requests": STRING_LIST}
+)
 
 SessionCallback = Callable[[str, int, int], None]  # (document, session index, sessions)
 
@@ -297,10 +318,8 @@ def _plan(
     messages = load_prompt("gam_plan").render(
         request=request, memory=store.memory_context(), max_pages=MAX_PAGE_INDEX
     )
-    reply = log.complete(chat, messages, max_tokens=PLAN_MAX_TOKENS).text
-    data = parse_json_object(reply)
+    data = log.ask(chat, messages, PLAN_FORMAT, max_tokens=PLAN_MAX_TOKENS).value
     if data is None:
-        logger.warning("%s: no JSON plan in the reply %r; empty plan", chat.name, reply[:200])
         return Plan(), True
     tools = [t.lower() for t in _strings(data.get("tools"))]
     unknown = [t for t in tools if t not in TOOLS]
@@ -384,15 +403,10 @@ def _integrate(
     messages = load_prompt("gam_integrate").render(
         question=question, evidence=evidence, result=_result_text(result, store)
     )
-    reply = log.complete(chat, messages, max_tokens=INTEGRATE_MAX_TOKENS).text
-    data = parse_json_object(reply)
-    content = data.get("content") if data is not None else None
-    if data is None or not isinstance(content, str):
-        logger.warning(
-            "%s: no JSON result in the reply %r; keeping the last", chat.name, reply[:200]
-        )
+    data = log.ask(chat, messages, INTEGRATE_FORMAT, max_tokens=INTEGRATE_MAX_TOKENS).value
+    if data is None:
         return result, True
-    content = content.strip()
+    content = str(data["content"]).strip()
     cited = [store.pages[n].id for n in _page_numbers(data.get("sources"), store)]
     if not cited and content:
         cited = [*result.sources, *(p.id for p in found)]
@@ -407,16 +421,60 @@ def _reflect(chat: ChatModel, log: CallLog, question: str, result: Result) -> Re
         result=result.content or NO_RESULT,
         max_requests=MAX_NEW_REQUESTS,
     )
-    reply = log.complete(chat, messages, max_tokens=REFLECT_MAX_TOKENS).text
-    data = parse_json_object(reply) or {}
-    enough = data.get("enough")
-    if isinstance(enough, str) and enough.strip().lower() in ("true", "false"):
-        enough = enough.strip().lower() == "true"
-    if not isinstance(enough, bool):
-        logger.warning("%s: no 'enough' in the reply %r; not enough", chat.name, reply[:200])
+    data = log.ask(chat, messages, REFLECT_FORMAT, max_tokens=REFLECT_MAX_TOKENS).value
+    if data is None:
         return Reflection(False, [], fallback=True)
+    enough = data["enough"] is True
     requests = [] if enough else _strings(data.get("new_requests"))[:MAX_NEW_REQUESTS]
     return Reflection(enough, requests)
+
+
+# --- reply parsers (pure, never raising) -------------------------------------------------------
+def parse_plan(text: str) -> dict[str, Any] | None:
+    """A plan reply's JSON object, or None without one."""
+    return parse_json_object(text)
+
+
+def parse_integration(text: str) -> dict[str, Any] | None:
+    """An integrate reply's JSON object, or None when it has no string ``content``."""
+    data = parse_json_object(text)
+    return data if data is not None and isinstance(data.get("content"), str) else None
+
+
+def parse_reflection(text: str) -> dict[str, Any] | None:
+    """A reflect reply's JSON object with ``enough`` made a bool (``"true"`` and
+    ``"false"`` count), or None when it has no such ``enough``."""
+    data = parse_json_object(text)
+    enough = data.get("enough") if data is not None else None
+    if isinstance(enough, str) and enough.strip().lower() in ("true", "false"):
+        enough = enough.strip().lower() == "true"
+    if data is None or not isinstance(enough, bool):
+        return None
+    return {**data, "enough": enough}
+
+
+PLAN_FORMAT = ReplyFormat(
+    "gam plan",
+    PLAN_SCHEMA,
+    parse_plan,
+    'one JSON object with exactly the keys "info_needs", "tools", "keyword_collection", '
+    '"vector_queries" and "page_index" (each a list; [] when unused)',
+    "empty plan",
+)
+INTEGRATE_FORMAT = ReplyFormat(
+    "gam integrate",
+    INTEGRATE_SCHEMA,
+    parse_integration,
+    'one JSON object like {"content": "the updated result", "sources": [0]}',
+    "keeping the last result",
+)
+REFLECT_FORMAT = ReplyFormat(
+    "gam reflect",
+    REFLECT_SCHEMA,
+    parse_reflection,
+    'one JSON object like {"enough": false, "new_requests": ["..."]}',
+    "not enough, no new requests",
+)
 
 
 # --- the research loop ---------------------------------------------------------------------

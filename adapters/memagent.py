@@ -5,7 +5,12 @@ The documents' level-0 chunks are read in order, document after document, in pie
 at most ``chunk_tokens`` (5000) tokens that end at chunk boundaries. The memory starts as
 "No previous memory"; each step sends the question, the current memory and the next
 piece (prompt ``memagent_update``) and the reply, capped at ``memory_tokens`` (1024)
-through ``max_tokens``, REPLACES the memory. A last call (prompt ``memagent_answer``)
+through ``max_tokens``, REPLACES the memory. The reply is asked for as
+``{"memory": "..."}`` (``UPDATE_SCHEMA``, which endpoints with structured outputs
+enforce; the prompt keeps MemAgent's trained wording); a plain reply, or one that puts
+the memory in ``\\boxed{...}``, is the memory as before (``parse_memory_update``). An
+unusable reply (empty, or broken JSON) gets one repair call, then the previous memory
+is kept. A last call (prompt ``memagent_answer``)
 sees only the question and the memory and puts the answer in ``\\boxed{...}``.
 
 Every state is a ``memory_state`` view node, ``memagent/{run_id}/{step}``: step ``k``
@@ -58,8 +63,9 @@ from cam_engine.adapters.base import (
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
 from cam_engine.llm.extractive import ExtractiveAnswerer, content_words, split_sentences
-from cam_engine.llm.parsers import parse_boxed, strip_thinking
+from cam_engine.llm.parsers import parse_boxed, parse_json_object, strip_thinking
 from cam_engine.llm.prompts import load_prompt
+from cam_engine.llm.structured import ReplyFormat, object_schema
 from cam_engine.memory import Memory
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import MEMORY_STATE, Node, ViewNode
@@ -75,6 +81,14 @@ EMBED_BUDGET = 600  # the extractive backend: sentences it embeds per question, 
 SHORTLIST = 8  # ... and per piece at least, when the budget does not cover every sentence
 UPDATE_PROMPT = "memagent_update"
 ANSWER_PROMPT = "memagent_answer"
+UPDATE_SCHEMA = object_schema("memagent_update", {"memory": {"type": "string"}})
+UPDATE_FORMAT = ReplyFormat(
+    "memagent memory update",
+    UPDATE_SCHEMA,
+    lambda text: parse_memory_update(text),
+    'a JSON object like {"memory": "the updated memory"}',
+    "the previous memory is kept",
+)
 
 StepCallback = Callable[[int, int], None]
 
@@ -162,14 +176,10 @@ class _ChatReader:
         messages = load_prompt(UPDATE_PROMPT).render(
             problem=question, memory=memory, chunk=piece.text
         )
-        reply = self.log.complete(self.chat, messages, max_tokens=self.memory_tokens)
-        text = strip_thinking(reply.text).strip()
-        if not text:
-            # An empty reply (or one cut off while still thinking) would wipe everything
-            # remembered so far; keeping the old memory loses only this piece.
-            logger.warning("memagent: empty memory update; the previous memory is kept")
-            return memory
-        return text
+        reply = self.log.ask(self.chat, messages, UPDATE_FORMAT, max_tokens=self.memory_tokens)
+        # An unusable reply (empty, cut off while still thinking, broken JSON) would wipe
+        # everything remembered so far; keeping the old memory loses only this piece.
+        return memory if reply.value is None else reply.value
 
     def final(self, question: str, memory: str) -> FinalReply:
         messages = load_prompt(ANSWER_PROMPT).render(problem=question, memory=memory)
@@ -181,6 +191,26 @@ class _ChatReader:
             logger.warning("memagent: no \\boxed{...} in the final reply; using the whole reply")
             return FinalReply(text, text, False)
         return FinalReply(text, boxed.strip(), True)
+
+
+def parse_memory_update(text: str) -> str | None:
+    """The new memory in a MemAgent update reply, or None when there is none.
+
+    ``{"memory": "..."}`` gives its string; else the content of a last ``\\boxed{...}``;
+    else the whole reply (MemAgent's own form). Empty text, an empty memory, and a reply
+    that starts a JSON object with a "memory" key that does not parse (cut off at
+    ``max_tokens``) give None. Pure; never raises.
+    """
+    body = strip_thinking(text).strip()
+    data = parse_json_object(body)
+    if data is not None and isinstance(data.get("memory"), str):
+        return data["memory"].strip() or None
+    if body.startswith("{") and '"memory"' in body:
+        return None
+    boxed = parse_boxed(body)
+    if boxed is not None and boxed.strip():
+        return boxed.strip()
+    return body or None
 
 
 class _ExtractiveReader:

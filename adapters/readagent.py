@@ -30,12 +30,17 @@ Mechanics and defaults are the paper's and its demo code's (notes/reference.md):
   as invalid (the demo also took unlabelled paragraph indices inside the window).
 - A paragraph the chunker split across two chunks stays two paragraphs, so every
   paragraph comes from one chunk and a page's text is exactly its chunks' paragraphs.
-- A malformed look-up reply (no bracketed list) reads no page, as in the demo: the
-  answer comes from the gists alone. Numbers out of range or repeated are dropped, and
-  a list longer than ``max_pages`` is cut to its first ``max_pages`` numbers.
+- Look-up replies are asked for in a JSON shape (``LOOKUP_SCHEMA``: ``{"pages": [7, 12]}``;
+  ``CHOICE_SCHEMA``: ``{"choice": "Page 7"}`` or ``{"choice": "STOP"}``) that endpoints
+  with structured outputs enforce; the demo's free-text forms parse too. An unusable
+  reply gets one repair call (llm/structured.py).
+- A malformed look-up reply (no bracketed list, after the repair call) reads no page, as
+  in the demo: the answer comes from the gists alone. Numbers out of range or repeated
+  are dropped, and a list longer than ``max_pages`` is cut to its first ``max_pages``.
 - ReadAgent-S: ``Page 7`` reads page 7, ``STOP`` ends the look-up; a reply that is
-  neither, or names a page out of range or already read, ends it too (with a warning),
-  and at most ``max_pages`` turns are taken. The paper gives no fallback.
+  neither, or names a page out of range or already read, ends it too (with a warning,
+  after the repair call), and at most ``max_pages`` turns are taken. The paper gives no
+  fallback.
 - Compression rate (paper Section 4): ``CR = 100 * (1 - W / N)`` with ``W`` the words of
   the longest in-context text sent (gists and pages read; prompt wording and page labels
   not counted) and ``N`` the words of the pages of the documents asked about.
@@ -62,7 +67,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -78,13 +83,25 @@ from cam_engine.adapters.base import (
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.llm.base import EXTRACTIVE, ChatModel
 from cam_engine.llm.extractive import ExtractiveAnswerer, ExtractiveSummarizer
-from cam_engine.llm.parsers import parse_break_point, parse_number_list, strip_thinking
+from cam_engine.llm.parsers import (
+    parse_break_point,
+    parse_json_object,
+    parse_number_list,
+    strip_thinking,
+)
 from cam_engine.llm.prompts import load_prompt
+from cam_engine.llm.structured import (
+    INTEGER_LIST,
+    ReplyFormat,
+    StructuredReply,
+    object_schema,
+)
 from cam_engine.memory import Memory
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.types import PAGE, Node, ViewNode
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 VIEW = "readagent"
 PAGINATE_PROMPT = "readagent_paginate"
@@ -110,6 +127,15 @@ _STOP_FIRST = re.compile(r"^\W*stop\b", re.IGNORECASE)
 _STOP = re.compile(r"\bSTOP\b")
 _PAGE = re.compile(r"\bpage\s*\[?\s*#?\s*([0-9]{1,9})\b", re.IGNORECASE)
 STOP = 0  # what ``parse_page_choice`` returns for a STOP reply (pages count from 1)
+LOOKUP_SCHEMA = object_schema("readagent_lookup", {"pages": INTEGER_LIST})
+LOOKUP_SHAPE = 'a JSON object like {"pages": [7, 12]}: the numbers of the pages to read'
+CHOICE_SCHEMA = object_schema(
+    "readagent_choice", {"choice": {"type": "string", "pattern": "^(Page [1-9][0-9]*|STOP)$"}}
+)
+CHOICE_SHAPE = (
+    'a JSON object like {"choice": "Page 7"} to read one page not read yet (here page 7), '
+    'or {"choice": "STOP"} to stop'
+)
 
 
 # --- pagination: pure functions over paragraphs ------------------------------------------
@@ -532,8 +558,16 @@ def _context_words(pages: Sequence[GistPage], read: Collection[int]) -> int:
 def parse_page_choice(text: str, *, count: int) -> int | None:
     """A ReadAgent-S reply: the page number named (``Page 7``), ``STOP`` (0), or None when
     it is neither or the page is not in ``1..count``. A reply that starts with STOP
-    stops; otherwise the first page named wins over a STOP later in the reply."""
+    stops; otherwise the first page named wins over a STOP later in the reply. The JSON
+    form ``{"choice": "Page 7"}`` is read by the same rules from its ``choice``; a bare
+    number there (``{"choice": 7}``) names that page."""
     body = strip_thinking(text).strip()
+    data = parse_json_object(body)
+    choice = data.get("choice") if data is not None else None
+    if isinstance(choice, int) and not isinstance(choice, bool):
+        return choice if 1 <= choice <= count else None
+    if isinstance(choice, str):
+        body = choice.strip()
     if _STOP_FIRST.match(body):
         return STOP
     named = _PAGE.search(body)
@@ -561,6 +595,16 @@ class _Lookup:
         memory_text = gist_memory(self.pages, self.read)
         messages = load_prompt(prompt).render(memory=memory_text, question=self.question, **inputs)
         return self.log.complete(self.chat, messages, max_tokens=max_tokens).text
+
+    def ask(
+        self, prompt: str, reply: ReplyFormat[T], max_tokens: int, **inputs: object
+    ) -> StructuredReply[T]:
+        """``complete``, for a reply in ``reply``'s format (one repair call at most)."""
+        assert self.chat is not None
+        self._note_context()
+        memory_text = gist_memory(self.pages, self.read)
+        messages = load_prompt(prompt).render(memory=memory_text, question=self.question, **inputs)
+        return self.log.ask(self.chat, messages, reply, max_tokens=max_tokens)
 
     def _note_context(self) -> None:
         words = _context_words(self.pages, self.read)
@@ -629,13 +673,22 @@ def lookup(
     if chat is None:
         run.read = [number for number, _ in run.ranked_by_gist(memory)[:max_pages]]
         return run.answer("lookup", details)
-    reply = run.complete(LOOKUP_PROMPT, LOOKUP_MAX_TOKENS, max_pages=max_pages)
-    numbers = parse_number_list(reply, count=len(run.pages))
-    details["lookup_reply_parsed"] = numbers is not None
-    if numbers is None:
-        logger.warning("%s: no list of pages in the reply %r; reading none", chat.name, reply[:200])
-        numbers = []
-    elif len(numbers) > max_pages:
+    count = len(run.pages)
+    reply = run.ask(
+        LOOKUP_PROMPT,
+        ReplyFormat(
+            "readagent lookup",
+            LOOKUP_SCHEMA,
+            lambda text: parse_number_list(text, count=count),
+            LOOKUP_SHAPE,
+            "reading none",
+        ),
+        LOOKUP_MAX_TOKENS,
+        max_pages=max_pages,
+    )
+    details["lookup_reply_parsed"] = reply.usable
+    numbers = reply.value or []
+    if len(numbers) > max_pages:
         logger.warning("%s named %d pages, reading %d", chat.name, len(numbers), max_pages)
     run.read = numbers[:max_pages]
     return run.answer("lookup", details)
@@ -666,22 +719,33 @@ def lookup_sequential(
             read = f"{len(run.read)} of {len(run.pages)} pages read"
             on_progress(Progress("lookup-seq", "turn", turn + 1, max_pages, read))
         pages_read = ", ".join(map(str, run.read)) or "none"
-        reply = run.complete(LOOKUP_SEQ_PROMPT, LOOKUP_MAX_TOKENS, pages_read=pages_read)
-        choice = parse_page_choice(reply, count=len(run.pages))
+        reply = run.ask(
+            LOOKUP_SEQ_PROMPT,
+            ReplyFormat(
+                "readagent page choice",
+                CHOICE_SCHEMA,
+                lambda text: _new_page_choice(text, len(run.pages), run.read),
+                CHOICE_SHAPE,
+                f"no new page of 1..{len(run.pages)} named; stopping",
+            ),
+            LOOKUP_MAX_TOKENS,
+            pages_read=pages_read,
+        )
+        choice = reply.value
         if choice == STOP:
             stop = "stop"
             break
-        if choice is None or choice in run.read:
-            logger.warning(
-                "%s: the reply %r names no page to read that is new (of 1..%d); stopping",
-                chat.name,
-                reply[:200],
-                len(run.pages),
-            )
+        if choice is None:
             stop = "malformed"
             break
         run.read.append(choice)
     return run.answer("lookup-seq", {"max_pages": max_pages, "stop_reason": stop})
+
+
+def _new_page_choice(text: str, count: int, read: Collection[int]) -> int | None:
+    """``parse_page_choice``, with a page already read counted as unusable too."""
+    choice = parse_page_choice(text, count=count)
+    return None if choice in read else choice
 
 
 def _check_max_pages(max_pages: int) -> None:

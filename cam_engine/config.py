@@ -108,6 +108,18 @@ def _number(env: dict[str, str], name: str, kind: type[N]) -> N | None:
         raise ConfigError(f"{name} must be a number, got {text!r}") from None
 
 
+STRUCTURED_MODES = ("auto", "off")
+
+
+def _structured_mode(env: dict[str, str]) -> str:
+    """``CAM_LLM_STRUCTURED``: ``auto`` (the default) asks chat endpoints for replies
+    that follow a JSON Schema and stops asking one that refuses; ``off`` never asks."""
+    text = (env.get("CAM_LLM_STRUCTURED") or "auto").strip().lower()
+    if text not in STRUCTURED_MODES:
+        raise ConfigError(f"CAM_LLM_STRUCTURED must be auto or off, got {text!r}")
+    return text
+
+
 def _check_int(name: str, value: int, low: int, high: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
@@ -187,6 +199,7 @@ class Environment:
     llm_threads: int | None = None
     llm_context_tokens: int | None = None
     llm_gpu_layers: int | None = None
+    llm_structured: str = "auto"  # CAM_LLM_STRUCTURED: ask for schema-shaped replies (or off)
     embed_device: str | None = None  # auto (the default), cpu, cuda or mps
     # texts per embedding call (default: 256 on a GPU, 64 on a CPU, 128 per API request)
     embed_batch_size: int | None = None
@@ -221,6 +234,7 @@ class Environment:
             llm_threads=_number(env, "CAM_LLM_THREADS", int),
             llm_context_tokens=_number(env, "CAM_LLM_CONTEXT", int),
             llm_gpu_layers=_number(env, "CAM_LLM_GPU_LAYERS", int),
+            llm_structured=_structured_mode(env),
             embed_device=env.get("CAM_EMBED_DEVICE") or None,
             embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),
             embed_base_url=env.get("CAM_EMBED_BASE_URL") or None,

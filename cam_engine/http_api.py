@@ -43,6 +43,17 @@ class Transient(CamError):
         self.retry_after = retry_after
 
 
+class Rejected(Exception):
+    """Why a server refused a request (an HTTP 4xx other than 429): set as the
+    ``__cause__`` of the error ``JsonEndpoint.post`` raises, so a client can tell what
+    the server objected to (e.g. an unsupported ``response_format``)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"HTTP {status}" + (f": {detail}" if detail else ""))
+        self.status = status
+        self.detail = detail
+
+
 class JsonEndpoint:
     """POST ``{base_url}/{path}`` for a ``what`` client ("chat", "embedding") of ``model``.
 
@@ -178,7 +189,7 @@ class JsonEndpoint:
         raise self._error(
             f"{self.what} request to {self.url} (model {self.model!r}) was rejected: "
             f"{self.redact(cause)}" + (f" ({hint})" if hint else "")
-        )
+        ) from Rejected(status, self.redact(detail))
 
     def _wait(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

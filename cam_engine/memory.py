@@ -107,6 +107,7 @@ class AskResult:
             "prompt_tokens": self.usage.prompt_tokens,
             "completion_tokens": self.usage.completion_tokens,
             "llm_seconds": round(self.usage.seconds, 3),
+            **self.usage.reply_counts(),
             **self.retrieval.details,
         }
 

@@ -437,8 +437,12 @@ def _ingest_line(result: IngestReport, summary: dict[str, Any], memory: Memory) 
     kept, removed = summary["chunks_kept"], summary["chunks_removed"]
     # A run that only added (new documents) says nothing of kept and removed chunks.
     revised = f": kept {kept}, removed {removed}" if kept or removed else ""
+    # Summaries the model left empty twice are extractive: the line never credits them
+    # to the model.
+    unusable = summary["unusable_replies"]
+    fallback = f" ({unusable} of them extractive: empty replies)" if unusable else ""
     return (
         f"ingested {plural(result.chunks_added, 'new chunk')} in {plural(written, 'batch')} "
         f"into {where}{revised}; {plural(summary['summaries_written'], 'summary')} written "
-        f"by {memory.summarizer.backend}"
+        f"by {memory.summarizer.backend}{fallback}"
     )

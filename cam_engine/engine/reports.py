@@ -62,6 +62,7 @@ class BatchReport:
         data["summaries_written"] = self.summaries_written
         data["summaries_removed"] = self.summaries_removed
         data["llm_calls"] = self.usage.calls
+        data.update(self.usage.reply_counts())  # summaries: empty twice = unusable
         data["seconds"] = {k: round(v, 4) for k, v in self.seconds.items()}
         return data
 
@@ -93,6 +94,11 @@ class IngestReport:
     def summaries_written(self) -> int:
         return sum(b.summaries_written for b in self.batches)
 
+    @property
+    def usage(self) -> Usage:
+        """The LLM work of every batch together."""
+        return sum((b.usage for b in self.batches), Usage())
+
     def summary(self, versions: Mapping[str, int] | None = None) -> dict[str, Any]:
         """The run's figures, all batches together and per document, with each
         document's ``version`` after the run where ``versions`` has it (what the MCP
@@ -114,6 +120,7 @@ class IngestReport:
             "summaries_written": self.summaries_written,
             "summaries_removed": sum(b.summaries_removed for b in self.batches),
             "llm_calls": sum(b.usage.calls for b in self.batches),
+            **self.usage.reply_counts(),
             "errors": [{"source": e.source, "message": e.message} for e in self.errors],
         }
 

@@ -121,6 +121,7 @@ class SummaryWriter:
                 report.usage += result.usage
                 report.summaries_rewritten += 1
                 nodes[i].text = result.text
+                nodes[i].props["backend"] = result.backend  # extractive when the LLM failed
             self._embed([nodes[i] for i in repeated])
         still = self._repeated(nodes)
         if not keep_repeats:

@@ -62,7 +62,7 @@ from cam_engine.eval.metrics import (
     token_f1,
     truncate_to_budget,
 )
-from cam_engine.llm.base import Answerer
+from cam_engine.llm.base import Answerer, Usage
 from cam_engine.memory import Memory
 from cam_engine.retrieval.strategies import Strategy, strategy_named
 
@@ -117,6 +117,10 @@ class QuestionResult:
     answer_llm_calls: int = 0
     answer_tokens: int = 0
     answer_seconds: float = 0.0
+    # Parsed LLM replies of the strategy (selector, adapters) that needed a repair call,
+    # and that stayed unusable so the step fell back (llm/structured.py); 0 offline.
+    repaired_replies: int = 0
+    unusable_replies: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The fields, with each metric's per-budget values at the top level
@@ -166,6 +170,7 @@ class EvalRun:
                 row["tokens"] = float(np.mean([r.tokens[budget] for r in mine]))
                 row["seconds_per_question"] = float(np.mean([r.seconds for r in mine]))
                 row["llm_calls_per_question"] = float(np.mean([r.llm_calls for r in mine]))
+                row.update(_reply_rates(mine))
                 row["questions"] = len(mine)
                 rows.append(row)
         return rows
@@ -311,6 +316,7 @@ def run_eval(
     started = time.perf_counter()
     built: dict[str, Scope] = {}
     llm_calls = 0
+    build_usage = Usage()  # the summaries' LLM replies: repaired, unusable
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
     churned: set[str] = set()
     if churn_fraction is not None:
@@ -348,6 +354,7 @@ def run_eval(
             for m in scope.memories()
         ]
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
+        build_usage = sum((r.usage for r in reports), build_usage)
         if mine := [doc for doc in doc_ids if doc in churned]:
             for churning in scope.memories():
                 churns.append(_churn(churning, mine, texts, notify))
@@ -363,6 +370,8 @@ def run_eval(
     build["summaries"] = sum(lv["nodes"] for s in stats for lv in s["levels"] if lv["level"] > 0)
     build["summarizer"] = next(iter(built.values())).memory.summarizer.backend
     build["llm_calls"] = llm_calls  # 0 with the extractive summarizer and views
+    build["repaired_replies"] = build_usage.repaired_replies
+    build["unusable_replies"] = build_usage.unusable_replies
 
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
     run = EvalRun(
@@ -454,6 +463,8 @@ def _score(
         round(seconds, 4),
         ranked.usage.calls,
         len(ranked.passages),
+        repaired_replies=ranked.usage.repaired_replies,
+        unusable_replies=ranked.usage.unusable_replies,
     )
     return result, ranked
 
@@ -471,6 +482,14 @@ def _answer(
     result.answer_llm_calls = reply.usage.calls
     result.answer_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
     result.answer_seconds = round(reply.usage.seconds, 3)
+
+
+def _reply_rates(results: Sequence[QuestionResult]) -> dict[str, float]:
+    """Per question, the LLM replies that needed a repair call and that stayed unusable."""
+    return {
+        "repaired_replies_per_question": float(np.mean([r.repaired_replies for r in results])),
+        "unusable_replies_per_question": float(np.mean([r.unusable_replies for r in results])),
+    }
 
 
 def answer_scores(prediction: str, question: EvalQuestion) -> dict[str, float]:

@@ -97,6 +97,7 @@ def open_chat(spec: LLMSpec | str, env: Environment | None = None) -> Iterator[C
             settings,
             request_timeout_s=env.llm_timeout,
             request_retries=env.llm_max_retries,
+            structured=env.llm_structured != "off",
         )
         with server as chat:
             yield chat

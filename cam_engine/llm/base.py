@@ -7,21 +7,29 @@ extractive backend, which has no model and says so in ``backend``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 EXTRACTIVE = "extractive"
+# A JSON Schema (a JSON object) for a reply: what a chat model is asked to send when
+# the endpoint supports structured outputs (llm/structured.py).
+JsonSchema = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class Usage:
-    """What LLM work cost: calls, tokens as reported by the endpoint, wall seconds."""
+    """What LLM work cost: calls, tokens as reported by the endpoint, wall seconds; and
+    how the replies that a step parses turned out (llm/structured.py): usable at once,
+    usable after one repair call, or unusable (the step fell back)."""
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    parsed_replies: int = 0
+    repaired_replies: int = 0
+    unusable_replies: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -29,7 +37,18 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.seconds + other.seconds,
+            self.parsed_replies + other.parsed_replies,
+            self.repaired_replies + other.repaired_replies,
+            self.unusable_replies + other.unusable_replies,
         )
+
+    def reply_counts(self) -> dict[str, int]:
+        """The reply outcomes, as reports and ``--json`` output show them."""
+        return {
+            "parsed_replies": self.parsed_replies,
+            "repaired_replies": self.repaired_replies,
+            "unusable_replies": self.unusable_replies,
+        }
 
 
 @dataclass(frozen=True)
@@ -46,13 +65,23 @@ class Completion:
 
 
 class ChatModel(Protocol):
-    """A chat-completions endpoint (OpenAI-compatible server, local model, ...)."""
+    """A chat-completions endpoint (OpenAI-compatible server, local model, ...).
+
+    ``schema``: the JSON Schema the reply should follow. A backend that can constrain
+    its output to it does; one that cannot ignores it (callers parse tolerantly and
+    never rely on it).
+    """
 
     @property
     def name(self) -> str: ...
 
     def complete(
-        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: JsonSchema | None = None,
     ) -> Completion: ...
 
 

@@ -127,11 +127,13 @@ class LlamaCppServer:
         *,
         request_timeout_s: float | None = None,
         request_retries: int | None = None,
+        structured: bool = True,
     ) -> None:
         self.model_path = check_gguf(model_path)
         self.settings = settings or LlamaCppSettings()
         self._timeout = REQUEST_TIMEOUT_S if request_timeout_s is None else request_timeout_s
         self._retries = REQUEST_RETRIES if request_retries is None else request_retries
+        self._structured = structured  # llama.cpp turns a JSON schema into a grammar
         self._server: Any = None
         self._chat: OpenAICompatibleChat | None = None
         self._lock = threading.Lock()
@@ -189,6 +191,7 @@ class LlamaCppServer:
                 self.model_path.stem,
                 timeout=self._timeout,
                 max_retries=self._retries,
+                structured=self._structured,
                 name=self.model_name,
             )
             return self._chat

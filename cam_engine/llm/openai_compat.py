@@ -7,25 +7,41 @@ with exponential backoff; other client errors fail at once (cam_engine/http_api.
 shared with the API embedder). The API key is sent as a bearer token and never
 appears in a message or a log line.
 
-One instance holds only settings, so it may be shared between threads.
+Structured outputs: a call with a ``schema`` sends ``response_format`` (type
+``json_schema``, strict). An endpoint that refuses it (HTTP 400/415/422 whose message
+names response_format, json_schema, grammar or an unsupported feature) is asked again
+without it at once, and every later call of the instance is plain; that is logged once.
+``structured=False`` (``CAM_LLM_STRUCTURED=off``) never sends a schema.
+
+One instance holds settings and that one flag (set under a lock), so it may be shared
+between threads.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from cam_engine.config import Environment
 from cam_engine.errors import ConfigError, LLMError
-from cam_engine.http_api import JsonEndpoint, Transient, error_detail, json_object
-from cam_engine.llm.base import Completion, Message, Usage
+from cam_engine.http_api import JsonEndpoint, Rejected, Transient, error_detail, json_object
+from cam_engine.llm.base import Completion, JsonSchema, Message, Usage
 
 logger = logging.getLogger(__name__)
 
 THINK_END = "</think>"
 THINK_START = "<think>"
+# What a refusal of structured outputs looks like: the status, and words of its message.
+SCHEMA_REFUSAL_STATUSES = (400, 415, 422)
+_SCHEMA_REFUSAL = re.compile(
+    r"response_format|json_schema|structured output|grammar|schema|not supported|unsupported",
+    re.IGNORECASE,
+)
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class OpenAICompatibleChat:
@@ -49,11 +65,14 @@ class OpenAICompatibleChat:
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        structured: bool = True,
         name: str | None = None,
     ) -> None:
         # What outputs are labelled with: openai:<model> unless the caller knows better
         # (a local llama.cpp server speaks this protocol but is not OpenAI).
         self._name = name or f"openai:{model}"
+        self._structured = structured
+        self._schema_lock = threading.Lock()
         self._api = JsonEndpoint(
             base_url,
             "chat/completions",
@@ -88,6 +107,7 @@ class OpenAICompatibleChat:
             options.setdefault("timeout", env.llm_timeout)
         if env.llm_max_retries is not None:
             options.setdefault("max_retries", env.llm_max_retries)
+        options.setdefault("structured", env.llm_structured != "off")
         return cls(base_url, model, env.llm_api_key, **options)
 
     @property
@@ -109,21 +129,32 @@ class OpenAICompatibleChat:
             f"api_key=<{key}>, timeout={self._api.timeout})"
         )
 
+    @property
+    def sends_schemas(self) -> bool:
+        """Whether a call with a ``schema`` sends it (False once the endpoint refused)."""
+        with self._schema_lock:
+            return self._structured
+
     def complete(
-        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: JsonSchema | None = None,
     ) -> Completion:
         if not messages:
             raise ConfigError("a chat completion needs at least one message")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-        payload = {
+        payload: dict[str, Any] = {
             "model": self._api.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": max_tokens,
             "temperature": temperature,
         }
         started = time.perf_counter()
-        text, prompt_tokens, completion_tokens = self._api.post(payload, self._parse)
+        text, prompt_tokens, completion_tokens = self._post(payload, schema)
         seconds = time.perf_counter() - started
         logger.debug(
             "chat %s: %d prompt + %d completion tokens in %.2f s",
@@ -134,6 +165,31 @@ class OpenAICompatibleChat:
         )
         usage = Usage(1, prompt_tokens, completion_tokens, seconds)
         return Completion(text=text, model=self._api.model, usage=usage)
+
+    def _post(self, payload: dict[str, Any], schema: JsonSchema | None) -> tuple[str, int, int]:
+        """POST with ``response_format`` when a schema is given and the endpoint has not
+        refused one; on such a refusal, remember it and POST again plainly."""
+        if schema is None or not self.sends_schemas:
+            return self._api.post(payload, self._parse)
+        try:
+            structured = {**payload, "response_format": response_format(schema)}
+            return self._api.post(structured, self._parse)
+        except LLMError as error:
+            if not _refuses_schema(error):
+                raise
+            self._stop_sending_schemas(error)
+        return self._api.post(payload, self._parse)
+
+    def _stop_sending_schemas(self, error: LLMError) -> None:
+        with self._schema_lock:
+            first = self._structured
+            self._structured = False
+        if first:  # another thread may have seen the same refusal: log it once
+            logger.warning(
+                "chat %s does not take response_format (%s); asking without a schema from now on",
+                self._api.model,
+                error.__cause__,
+            )
 
     # -- one reply ---------------------------------------------------------------------
 
@@ -154,6 +210,27 @@ class OpenAICompatibleChat:
         usage = data.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         return text, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+
+
+def response_format(schema: JsonSchema) -> dict[str, Any]:
+    """The ``response_format`` of a request whose reply must follow ``schema``; its
+    name is the schema's ``title`` (letters, digits, ``_`` and ``-`` only) or "reply"."""
+    title = schema.get("title")
+    name = _SCHEMA_NAME.sub("_", title)[:64] if isinstance(title, str) and title else "reply"
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": dict(schema), "strict": True},
+    }
+
+
+def _refuses_schema(error: LLMError) -> bool:
+    """Whether the endpoint rejected the request for its ``response_format``."""
+    cause = error.__cause__
+    return (
+        isinstance(cause, Rejected)
+        and cause.status in SCHEMA_REFUSAL_STATUSES
+        and _SCHEMA_REFUSAL.search(cause.detail) is not None
+    )
 
 
 def _strip_reasoning(text: str) -> str:

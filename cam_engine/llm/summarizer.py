@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from cam_engine.errors import ConfigError, LLMError
+from cam_engine.errors import ConfigError
 from cam_engine.llm.base import ChatModel, SummaryResult, Usage
+from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.llm.prompts import load_prompt
+from cam_engine.llm.structured import counted
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +54,10 @@ class ChatTask:
 class ChatSummarizer(ChatTask):
     """``Summarizer`` that asks a chat model (temperature 0) for each summary.
 
-    An empty reply is asked for once more, then it is an ``LLMError``; usage counts
-    every call made.
+    An empty reply is asked for once more (counted as repaired when the second is
+    not empty); empty twice, the node gets the extractive summary of its members,
+    labelled ``backend="extractive"`` (the model wrote none of it) and counted as an
+    unusable reply, with a warning. Usage counts every call made.
     """
 
     def __init__(self, chat: ChatModel, *, max_tokens: int | None = None) -> None:
@@ -68,19 +72,23 @@ class ChatSummarizer(ChatTask):
         messages = self._prompt.render(passages=number_passages(members), max_words=max_words)
         max_tokens = self._max_tokens or max_words * TOKENS_PER_WORD + TOKEN_MARGIN
         usage = Usage()
-        for attempt in (1, 2):
+        for outcome in ("parsed", "repaired"):
             completion = self._chat.complete(messages, max_tokens=max_tokens, temperature=0.0)
             usage += completion.usage
             text = completion.text.strip()
             if text:
-                return SummaryResult(text, self.backend, usage)
+                return SummaryResult(text, self.backend, usage + counted(outcome))
             logger.warning(
                 "%s returned an empty summary of %d passages (attempt %d of 2)",
                 self.backend,
                 len(members),
-                attempt,
+                1 if outcome == "parsed" else 2,
             )
-        raise LLMError(
-            f"{self.backend} returned an empty summary twice for {len(members)} passages "
-            "(if it is a reasoning model, raise max_tokens)"
+        logger.warning(
+            "%s returned an empty summary twice for %d passages; writing the extractive "
+            "summary instead (if it is a reasoning model, raise max_tokens)",
+            self.backend,
+            len(members),
         )
+        fallback = ExtractiveSummarizer().summarize(members, max_words=max_words)
+        return SummaryResult(fallback.text, fallback.backend, usage + counted("unusable"))

@@ -1,9 +1,10 @@
 """The select and answer tasks served by a chat model through prompt files.
 
-- ``ChatSelector`` (``select`` prompt): one turn of prune-and-grow. A reply without a
-  list of passage numbers is asked for again, at most ``retries`` more times; then the
-  selection is empty, which ends prune-and-grow (the reference ends its loop after
-  two failed tries, our default).
+- ``ChatSelector`` (``select`` prompt): one turn of prune-and-grow. The reply is asked
+  for as ``{"passages": [1, 3]}`` (``SELECT_SCHEMA``; a bare ``[1, 3]`` parses too). A
+  reply without a list of passage numbers gets a repair call (llm/structured.py), at
+  most ``retries`` of them; then the selection is empty, which ends prune-and-grow (the
+  reference ends its loop after two failed tries, our default).
 - ``ChatAnswerer`` (``answer`` prompt): the answer from the retrieved passages. An
   empty reply is asked for once more, then it is an ``LLMError``.
 
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from cam_engine.errors import LLMError
 from cam_engine.llm.base import AnswerText, Candidate, ChatModel, Selection, Usage
 from cam_engine.llm.parsers import parse_number_list, strip_thinking
+from cam_engine.llm.structured import INTEGER_LIST, ReplyFormat, ask, chat_call, object_schema
 from cam_engine.llm.summarizer import ChatTask, check_count, number_passages
 
 logger = logging.getLogger(__name__)
@@ -26,6 +28,10 @@ logger = logging.getLogger(__name__)
 SELECT_PROMPT = "select"
 ANSWER_PROMPT = "answer"
 NO_CONTEXT = "(no passages were found)"
+SELECT_SCHEMA = object_schema("select", {"passages": INTEGER_LIST})
+SELECT_SHAPE = (
+    'a JSON object like {"passages": [1, 3]}: the numbers of the helpful passages, [] if none helps'
+)
 
 
 class ChatSelector(ChatTask):
@@ -42,23 +48,22 @@ class ChatSelector(ChatTask):
             return Selection([], self.backend, Usage())
         passages = number_passages([c.text for c in candidates])
         messages = self._prompt.render(question=question, passages=passages)
-        usage = Usage()
-        attempts = 1 + self._retries
-        for attempt in range(1, attempts + 1):
-            completion = self._chat.complete(messages, max_tokens=self._max_tokens, temperature=0.0)
-            usage += completion.usage
-            numbers = parse_number_list(completion.text, count=len(candidates))
-            if numbers is not None:
-                return Selection([n - 1 for n in numbers], self.backend, usage)
-            logger.warning(
-                "%s: no list of passage numbers in the reply %r (attempt %d of %d)",
-                self.backend,
-                completion.text[:200],
-                attempt,
-                attempts,
-            )
-        logger.warning("%s: selection failed %d times; selecting nothing", self.backend, attempts)
-        return Selection([], self.backend, usage)
+        count = len(candidates)
+        reply = ask(
+            chat_call(self._chat, max_tokens=self._max_tokens),
+            messages,
+            ReplyFormat(
+                "select",
+                SELECT_SCHEMA,
+                lambda text: parse_number_list(text, count=count),
+                SELECT_SHAPE,
+                "selecting nothing",
+            ),
+            backend=self.backend,
+            repairs=self._retries,
+        )
+        chosen = [n - 1 for n in reply.value or []]
+        return Selection(chosen, self.backend, reply.usage)
 
 
 class ChatAnswerer(ChatTask):

@@ -3,7 +3,9 @@
 For machines with a local instruct model (CPU or GPU) and no server: it applies the
 model's chat template, generates up to ``max_tokens`` new tokens (greedy at
 temperature 0), and drops reasoning up to the last ``</think>``. Nothing is fetched
-from a hub: the directory must hold the weights and the tokenizer.
+from a hub: the directory must hold the weights and the tokenizer. A ``schema`` is
+accepted and ignored (no constrained decoding here): the callers' tolerant parsers and
+their repair round (llm/structured.py) deal with the free-form reply.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cam_engine.errors import ConfigError, LLMError
-from cam_engine.llm.base import Completion, Message, Usage
+from cam_engine.llm.base import Completion, JsonSchema, Message, Usage
 from cam_engine.llm.parsers import strip_thinking
 
 
@@ -54,7 +56,12 @@ class TransformersChat:
         return self._loaded
 
     def complete(
-        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: JsonSchema | None = None,
     ) -> Completion:
         start = time.perf_counter()
         with self._lock:

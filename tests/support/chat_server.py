@@ -11,6 +11,11 @@ Each POST to ``/v1/chat/completions`` takes the next item of the script:
 * ``EMPTY_CHOICES``: 200 with ``"choices": []``;
 * ``DISCONNECT``: close the connection without answering.
 
+With ``refuse_response_format=True`` the server is an endpoint without structured
+outputs: a chat request that carries ``response_format`` is answered 400 (as vLLM and
+others word it) without taking a script item; ``response_formats`` lists what each chat
+request carried.
+
 When the script runs out, ``default`` answers (a reply item, a callable, or any of the
 above); without one the server answers 500 "script exhausted". Requests are recorded
 (``requests``) and the most requests ever in flight at once is ``max_in_flight``::
@@ -130,7 +135,9 @@ class ChatServer:
         default: ScriptItem | None = None,
         embeddings: Iterable[ScriptItem] = (),
         embeddings_default: ScriptItem | None = None,
+        refuse_response_format: bool = False,
     ):
+        self.refuse_response_format = refuse_response_format
         self._script: deque[ScriptItem] = deque(script)
         self._default = default
         self._embeddings: deque[ScriptItem] = deque(embeddings)
@@ -200,6 +207,15 @@ class ChatServer:
     @property
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
+
+    @property
+    def response_formats(self) -> list[Any]:
+        """The ``response_format`` of each chat request, in order (None: plain)."""
+        return [
+            r.body.get("response_format") if isinstance(r.body, dict) else None
+            for r in self.requests
+            if r.path == PATH
+        ]
 
     @property
     def embedding_requests(self) -> list[RecordedRequest]:
@@ -279,6 +295,15 @@ class _Handler(BaseHTTPRequestHandler):
         server._record(RecordedRequest("POST", self.path, headers, body, raw))
         if self.path not in (PATH, EMBEDDINGS_PATH):
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if (
+            server.refuse_response_format
+            and self.path == PATH
+            and isinstance(body, dict)
+            and "response_format" in body
+        ):
+            message = "'response_format' of type 'json_schema' is not supported"
+            self._send_json(400, {"error": {"message": message, "type": "invalid_request_error"}})
             return
         item = server._begin(self.path)
         try:

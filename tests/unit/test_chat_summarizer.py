@@ -7,7 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from cam_engine.errors import ConfigError, LLMError
-from cam_engine.llm.base import Summarizer, Usage
+from cam_engine.llm.base import EXTRACTIVE, Summarizer, Usage
+from cam_engine.llm.extractive import ExtractiveSummarizer
 from cam_engine.llm.openai_compat import OpenAICompatibleChat
 from cam_engine.llm.prompts import load_prompt
 from cam_engine.llm.summarizer import ChatSummarizer, number_passages
@@ -72,14 +73,33 @@ def test_empty_reply_is_retried_once(server: ChatServer) -> None:
     assert result.text == "Second try."
     assert result.usage.calls == 2
     assert result.usage.prompt_tokens == 20
+    assert result.usage.reply_counts() == {
+        "parsed_replies": 0,
+        "repaired_replies": 1,
+        "unusable_replies": 0,
+    }
     assert len(server.requests) == 2
 
 
-def test_two_empty_replies_raise(server: ChatServer) -> None:
+def test_a_reply_at_once_is_counted_as_parsed(server: ChatServer) -> None:
+    server.add("A summary.")
+    result = make_summarizer(server).summarize(TEXTS, max_words=30)
+    assert (result.usage.parsed_replies, result.usage.unusable_replies) == (1, 0)
+
+
+def test_two_empty_replies_give_the_extractive_summary_labelled_so(
+    server: ChatServer, caplog: pytest.LogCaptureFixture
+) -> None:
     server.add("", "<think>still thinking", "never asked")
-    with pytest.raises(LLMError, match=f"openai:{MODEL} returned an empty summary twice"):
-        make_summarizer(server).summarize(TEXTS, max_words=30)
+    result = make_summarizer(server).summarize(TEXTS, max_words=30)
     assert len(server.requests) == 2
+    # The model wrote none of it: the text is the extractive summary, and says so.
+    assert result.backend == EXTRACTIVE
+    assert result.text == ExtractiveSummarizer().summarize(TEXTS, max_words=30).text
+    assert result.text
+    assert result.usage.calls == 2
+    assert (result.usage.parsed_replies, result.usage.unusable_replies) == (0, 1)
+    assert f"openai:{MODEL} returned an empty summary twice" in caplog.text
 
 
 def test_transport_retries_happen_below_the_summarizer(server: ChatServer) -> None:

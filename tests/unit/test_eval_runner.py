@@ -97,6 +97,11 @@ def test_every_strategy_is_scored_at_every_budget(essays: Path, tmp_path: Path) 
     saved = json.loads(written[0].read_text())
     assert len(saved["paired"]) == 4 * 2
     assert len(saved["results"]) == 15 and saved["build"]["chunks"] > 0
+    # Offline, no LLM reply is parsed: the counts are there, and zero.
+    assert all(r["unusable_replies_per_question"] == 0.0 for r in saved["summary"])
+    assert all(r["repaired_replies_per_question"] == 0.0 for r in saved["summary"])
+    assert all(r["unusable_replies"] == 0 for r in saved["results"])
+    assert saved["build"]["unusable_replies"] == saved["build"]["repaired_replies"] == 0
 
 
 def test_niah_puts_one_needle_at_each_depth(essays: Path) -> None:

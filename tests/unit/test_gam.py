@@ -312,6 +312,7 @@ def test_malformed_plan_falls_back_to_an_empty_plan(small: Memory, server: ChatS
         small,
         server,
         "I would search for Petersburgh and Archangel.",  # no JSON object
+        "Petersburgh, then Archangel.",  # nor in the repair call's reply
         reflected(False, []),
         plan(tools=["keyword"], keyword_collection=["Archangel"]),
         integrated("Walton went to Archangel.", [0]),
@@ -321,8 +322,9 @@ def test_malformed_plan_falls_back_to_an_empty_plan(small: Memory, server: ChatS
     assert first["fallback"] and first["tools"] == [] and not second["fallback"]
     assert answer.details["pages_found"][0] == []
     # Nothing found: no integrate call; no follow-up requests: plan from the question again.
-    assert steps(server) == ["gam_plan", "gam_reflect", "gam_plan", "gam_integrate"]
+    assert steps(server) == ["gam_plan", "gam_plan", "gam_reflect", "gam_plan", "gam_integrate"]
     assert second["request"] == QUESTION
+    assert answer.log.usage.unusable_replies == 1
     assert answer.answer == "Walton went to Archangel."
     assert answer.details["stop_reason"] == "max_iters"
 
@@ -365,9 +367,11 @@ def test_malformed_integration_keeps_the_previous_result(small: Memory, server: 
         reflected(False, ["More?"]),
         plan(tools=["page_index"], page_index=[2]),
         '{"content": "unterminated',
+        '{"content": "unterminated again',
         max_iters=2,
     )
     assert answer.answer == "First result."
+    assert answer.log.usage.unusable_replies == 1
     assert answer.details["source_pages"] == ["gam/frank/p0"]
     assert [r["integrate_fallback"] for r in answer.details["rounds"]] == [False, True]
 
@@ -392,9 +396,11 @@ def test_malformed_reflection_means_not_enough_without_requests(
         plan(tools=["page_index"], page_index=[0]),
         integrated("Something.", [0]),
         "Yes, that is plenty.",
+        "Plenty, yes.",
         plan(),
         max_iters=2,
     )
+    assert answer.log.usage.unusable_replies == 1
     reflection = answer.details["rounds"][0]["reflection"]
     assert reflection == {"enough": False, "new_requests": [], "fallback": True}
     assert answer.details["plans"][1]["request"] == QUESTION

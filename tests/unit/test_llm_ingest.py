@@ -13,7 +13,7 @@ from cam_engine import Memory, Settings
 from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from cam_engine.llm import ChatSummarizer, OpenAICompatibleChat
-from cam_engine.llm.base import ChatModel, Completion, Message
+from cam_engine.llm.base import ChatModel, Completion, JsonSchema, Message
 from tests.conftest import shared_file
 from tests.support.chat_server import ChatServer, Delay, Fault, Reply
 
@@ -52,7 +52,12 @@ class InFlight:
         return self._chat.name
 
     def complete(
-        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: JsonSchema | None = None,
     ) -> Completion:
         with self._lock:
             self._in_flight += 1
@@ -61,7 +66,9 @@ class InFlight:
                 self._overlapped.set()
         try:
             self._overlapped.wait(self.WAIT)
-            return self._chat.complete(messages, max_tokens=max_tokens, temperature=temperature)
+            return self._chat.complete(
+                messages, max_tokens=max_tokens, temperature=temperature, schema=schema
+            )
         finally:
             with self._lock:
                 self._in_flight -= 1

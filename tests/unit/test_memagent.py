@@ -17,7 +17,7 @@ from cam_engine.adapters.base import count_tokens
 from cam_engine.adapters.memagent import NO_MEMORY, VIEW, Piece, plan_pieces
 from cam_engine.embed import HashingEmbedder, load_embedder
 from cam_engine.errors import ConfigError, InputError, LLMError
-from cam_engine.llm.base import Completion, Message, Usage
+from cam_engine.llm.base import Completion, JsonSchema, Message, Usage
 from cam_engine.llm.extractive import split_sentences
 from cam_engine.llm.openai_compat import OpenAICompatibleChat
 from cam_engine.llm.prompts import load_prompt
@@ -185,7 +185,12 @@ class RawChat:
         self.sent: list[list[Message]] = []
 
     def complete(
-        self, messages: Sequence[Message], *, max_tokens: int, temperature: float = 0.0
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        schema: JsonSchema | None = None,
     ) -> Completion:
         self.sent.append(list(messages))
         return Completion(self.replies.pop(0), "raw-model", Usage(calls=1))
@@ -237,11 +242,16 @@ def test_the_last_boxed_answer_is_taken_else_the_whole_reply(
 
 def test_an_empty_update_keeps_the_previous_memory(memory: Memory, server: ChatServer) -> None:
     pieces = pieces_of(memory)
-    # The second reply never leaves <think>: the client returns "" for it.
-    server.add("memory 1", "<think>still thinking", *["memory 3"] * (len(pieces) - 2), "\\boxed{x}")
+    # The second reply never leaves <think> (the client returns "" for it), and so does
+    # its repair: the previous memory is kept, and the unusable reply is counted.
+    thinking = "<think>still thinking"
+    server.add("memory 1", thinking, thinking, *["memory 3"] * (len(pieces) - 2), "\\boxed{x}")
     result = ask(memory, server)
-    assert tagged(user_text(server.bodies[2]), "memory") == "memory 1"
+    assert tagged(user_text(server.bodies[3]), "memory") == "memory 1"
     assert states(memory, result.details["run_id"])[1].text == "memory 1"
+    assert result.log.usage.unusable_replies == 1
+    assert result.log.usage.repaired_replies == 0
+    assert result.log.usage.parsed_replies == len(pieces) - 1
 
 
 # --- resuming ----------------------------------------------------------------------------------

@@ -301,12 +301,15 @@ def test_lookup_replaces_the_chosen_gist_in_place(memory: Memory) -> None:
 
 def test_lookup_malformed_reply_reads_no_page(memory: Memory) -> None:
     build_scripted(memory)
-    with ChatServer(["I would like to read the second page.", "I cannot tell."]) as server:
+    replies = ["I would like to read the second page.", "The second one.", "I cannot tell."]
+    with ChatServer(replies) as server:
         result = lookup(memory, QUESTION, chat(server))
-    assert len(server.requests) == 2  # no retry: the demo answers from the gists alone
-    assert GISTS in user_text(server.bodies[1])
+    # One repair call, then no page: the demo answers from the gists alone.
+    assert len(server.requests) == 3
+    assert GISTS in user_text(server.bodies[2])
     assert result.details["pages_read"] == [] and result.sources == []
     assert result.details["lookup_reply_parsed"] is False
+    assert result.to_dict()["unusable_replies"] == 1  # what `cam ask --json` shows
     assert result.details["compression_rate"] == pytest.approx(100 * (1 - 8 / 500))
 
 
@@ -388,9 +391,10 @@ def test_lookup_sequential_stops_at_the_page_cap(memory: Memory) -> None:
 @pytest.mark.parametrize("bad", ["Let me think about it.", "Page 2", "Page 17"])
 def test_lookup_sequential_ends_on_a_bad_reply(memory: Memory, bad: str) -> None:
     build_scripted(memory)
-    with ChatServer(["Page 2", bad, "answer"]) as server:
+    with ChatServer(["Page 2", bad, bad, "answer"]) as server:
         result = lookup_sequential(memory, QUESTION, chat(server))
-    assert len(server.requests) == 3
+    assert len(server.requests) == 4  # the bad reply, then its repair call
+    assert result.log.usage.unusable_replies == 1
     assert result.details["pages_read"] == [2]
     assert result.details["stop_reason"] == "malformed"
 
