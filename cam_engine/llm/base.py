@@ -108,6 +108,9 @@ class Selection:
     chosen: list[int]
     backend: str
     usage: Usage
+    # False when the model's reply could not be used even after a repair: ``chosen`` is
+    # then empty for want of an answer, not because nothing helps.
+    usable: bool = True
 
 
 class Selector(Protocol):

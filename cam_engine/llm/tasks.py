@@ -3,8 +3,8 @@
 - ``ChatSelector`` (``select`` prompt): one turn of prune-and-grow. The reply is asked
   for as ``{"passages": [1, 3]}`` (``SELECT_SCHEMA``; a bare ``[1, 3]`` parses too). A
   reply without a list of passage numbers gets a repair call (llm/structured.py), at
-  most ``retries`` of them; then the selection is empty, which ends prune-and-grow (the
-  reference ends its loop after two failed tries, our default).
+  most ``retries`` of them; then the selection is marked unusable, and prune-and-grow
+  chooses that turn the offline way (retrieval/prune_grow.py).
 - ``ChatAnswerer`` (``answer`` prompt): the answer from the retrieved passages. An
   empty reply is asked for once more, then it is an ``LLMError``.
 
@@ -62,8 +62,9 @@ class ChatSelector(ChatTask):
             backend=self.backend,
             repairs=self._retries,
         )
-        chosen = [n - 1 for n in reply.value or []]
-        return Selection(chosen, self.backend, reply.usage)
+        if reply.value is None:
+            return Selection([], self.backend, reply.usage, usable=False)
+        return Selection([n - 1 for n in reply.value], self.backend, reply.usage)
 
 
 class ChatAnswerer(ChatTask):

@@ -37,6 +37,7 @@ links, bridge ranks, the cluster fill's variants).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,9 +55,12 @@ from cam_engine.retrieval.localize import (
 )
 from cam_engine.retrieval.name_graph import name_ppr
 from cam_engine.retrieval.scope import Documents, within
+from cam_engine.retrieval.selection import RelevanceSelector
 from cam_engine.store.base import RetrievalStore
 from cam_engine.store.keywords import query_terms
 from cam_engine.types import Node
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -139,10 +143,16 @@ def prune_and_grow(
         )
         offered.sort(key=lambda n: (-relevance.get(n.id, 0.0), n.id))
         result.candidates.append([n.id for n in offered])
-        selection = selector.select(
-            question_text, [Candidate(n.text, n.embedding, vouched(n.id)) for n in offered]
-        )
+        offered_candidates = [Candidate(n.text, n.embedding, vouched(n.id)) for n in offered]
+        selection = selector.select(question_text, offered_candidates)
         result.usage += selection.usage
+        if not selection.usable:
+            # The model's reply could not be used, even repaired: choose this turn the
+            # offline way (what retrieval vouches for) rather than answer from nothing.
+            selection = RelevanceSelector().select(question_text, offered_candidates)
+            fallbacks = result.details.get("selector_fallback_turns", 0) + 1
+            result.details["selector_fallback_turns"] = fallbacks
+            logger.warning("turn %d chosen offline: the selector's reply was unusable", turn + 1)
         chosen = [offered[i] for i in selection.chosen if 0 <= i < len(offered)]
         result.turns.append([n.id for n in chosen])
         if on_progress is not None:

@@ -200,13 +200,18 @@ def test_prune_and_grow_with_the_chat_selector(tiny_memory: GraphStore) -> None:
     assert all(QUESTION in user_message(body) for body in server.bodies)
 
 
-def test_prune_and_grow_ends_when_selection_fails(
+def test_an_unusable_selection_is_chosen_offline_and_prune_and_grow_goes_on(
     server: ChatServer, tiny_memory: GraphStore
 ) -> None:
-    server.add("I cannot tell.", "Still no list.")
+    # Turn 1: the reply and its repair are unusable; turn 2: the model chooses nothing.
+    server.add("I cannot tell.", "Still no list.", '{"passages": []}')
     found = prune_and_grow(
         tiny_memory, QUESTION, axis(0), ChatSelector(chat(server)), top_k=3, max_turns=5
     )
-    assert found.activated == []
-    assert found.turns == [[]]
-    assert found.usage.calls == 2
+    # Turn 1 took what retrieval vouches for (relevance above 0) instead of nothing.
+    assert found.turns[0] and set(found.turns[0]) <= set(found.candidates[0])
+    assert {n.id for n in found.activated} == set(found.turns[0])
+    assert found.details["selector_fallback_turns"] == 1
+    assert found.turns[1:] == [[]]
+    assert found.usage.calls == 3
+    assert found.usage.unusable_replies == 1
