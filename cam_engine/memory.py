@@ -562,8 +562,11 @@ class Memory:
         reply = found.answer
         if reply is None:
             writer = answerer or ExtractiveAnswerer()
-            reply = writer.answer(question, [text for _, text in passages])
+            texts = [text for _, text in passages]
+            reply = writer.answer(question, texts)
             usage = found.usage + reply.usage
+            if not reply.usable:  # the model gave no answer: quote the evidence instead
+                reply = ExtractiveAnswerer().answer(question, texts)
         else:
             usage = found.usage
         nodes = [n for group, _ in passages for n in group]

@@ -482,6 +482,8 @@ def _answer(
     result.answer_llm_calls = reply.usage.calls
     result.answer_tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens
     result.answer_seconds = round(reply.usage.seconds, 3)
+    # An empty answer twice scores 0 (the model failed, not retrieval) and is counted.
+    result.unusable_replies += reply.usage.unusable_replies
 
 
 def _reply_rates(results: Sequence[QuestionResult]) -> dict[str, float]:

@@ -148,6 +148,7 @@ class AnswerText:
     backend: str
     usage: Usage
     citations: tuple[QuotedSpan, ...] = ()  # the quoted sentences (extractive answers)
+    usable: bool = True  # False: the model gave no answer; the caller falls back
 
 
 class Answerer(Protocol):

@@ -6,7 +6,8 @@
   most ``retries`` of them; then the selection is marked unusable, and prune-and-grow
   chooses that turn the offline way (retrieval/prune_grow.py).
 - ``ChatAnswerer`` (``answer`` prompt): the answer from the retrieved passages. An
-  empty reply is asked for once more, then it is an ``LLMError``.
+  empty reply is asked for once more; a second one is an unusable answer (the caller
+  answers offline, ``Memory.ask`` with the extractive answerer).
 
 Both call the model at temperature 0 and count the usage of every call. Transport
 failures (``LLMError`` from the chat model) propagate: they are not a bad reply.
@@ -17,7 +18,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from cam_engine.errors import LLMError
 from cam_engine.llm.base import AnswerText, Candidate, ChatModel, Selection, Usage
 from cam_engine.llm.parsers import parse_number_list, strip_thinking
 from cam_engine.llm.structured import INTEGER_LIST, ReplyFormat, ask, chat_call, object_schema
@@ -87,7 +87,9 @@ class ChatAnswerer(ChatTask):
             if text:
                 return AnswerText(text, self.backend, usage)
             logger.warning("%s returned an empty answer (attempt %d of 2)", self.backend, attempt)
-        raise LLMError(
-            f"{self.backend} returned an empty answer twice "
-            "(if it is a reasoning model, raise max_tokens)"
+        logger.warning(
+            "%s returned an empty answer twice (if it is a reasoning model, raise "
+            "max_tokens); the answer is extractive",
+            self.backend,
         )
+        return AnswerText("", self.backend, usage + Usage(unusable_replies=1), usable=False)
