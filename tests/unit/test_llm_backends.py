@@ -23,6 +23,7 @@ from cam_engine.errors import ConfigError, LLMError
 from cam_engine.llm import llamacpp
 from cam_engine.llm.backends import LLMSpec, open_chat, parse_llm_spec
 from cam_engine.llm.llamacpp import LlamaCppServer, LlamaCppSettings
+from tests import local_llm
 from tests.local_llm import MODEL_NAME, require_local_model
 
 SMALL = LlamaCppSettings(threads=1, context_tokens=512)
@@ -274,6 +275,19 @@ def model() -> Path:
     return require_local_model()
 
 
+def test_a_missing_model_skips_or_under_cam_require_local_llm_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(local_llm.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.delenv("CAM_REQUIRE_LOCAL_LLM", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="xllamacpp is not installed"):
+        require_local_model()
+    monkeypatch.setenv("CAM_REQUIRE_LOCAL_LLM", "1")
+    with pytest.raises(pytest.fail.Exception, match="CAM_REQUIRE_LOCAL_LLM=1 but xllamacpp"):
+        require_local_model()
+
+
+@pytest.mark.local_llm
 def test_the_real_server_answers_while_open_and_not_after(model: Path) -> None:
     server = LlamaCppServer(model, SMALL)
     with server as chat:
@@ -285,6 +299,7 @@ def test_the_real_server_answers_while_open_and_not_after(model: Path) -> None:
         _ = server.chat
 
 
+@pytest.mark.local_llm
 def test_the_real_server_stops_when_the_block_raises(model: Path) -> None:
     with pytest.raises(KeyError), LlamaCppServer(model, SMALL) as chat:
         base = server_base(chat.endpoint)
@@ -293,6 +308,7 @@ def test_the_real_server_stops_when_the_block_raises(model: Path) -> None:
     assert not answers_health(base)
 
 
+@pytest.mark.local_llm
 def test_open_chat_stops_the_real_server(model: Path) -> None:
     env = Environment.from_env({"CAM_LLM_THREADS": "1", "CAM_LLM_CONTEXT": "512"})
     with open_chat(f"local:{model}", env) as chat:
@@ -302,6 +318,7 @@ def test_open_chat_stops_the_real_server(model: Path) -> None:
     assert not answers_health(base)
 
 
+@pytest.mark.local_llm
 def test_mcp_options_naming_one_real_model_share_its_server(model: Path) -> None:
     env = Environment.from_env({"CAM_LLM_THREADS": "1", "CAM_LLM_CONTEXT": "512"})
     with click.Context(cli):
