@@ -58,11 +58,9 @@ def capped_replies() -> Iterator[None]:
         messages: Sequence[Message],
         *,
         max_tokens: int,
-        temperature: float = 0.0,
+        **options: Any,  # temperature, and whatever else a task asks for: passed on
     ) -> Completion:
-        return complete(
-            self, messages, max_tokens=min(max_tokens, REPLY_CAP), temperature=temperature
-        )
+        return complete(self, messages, max_tokens=min(max_tokens, REPLY_CAP), **options)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(OpenAICompatibleChat, "complete", capped)
