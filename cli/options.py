@@ -70,7 +70,7 @@ class ModelSpec(click.ParamType):
         try:
             parse_llm_spec(str(value))
         except CamError as exc:
-            self.fail(str(exc), param, ctx)
+            self.fail(f"{exc}{from_environment(param, ctx)}", param, ctx)
         return str(value).strip()
 
     def shell_complete(
@@ -81,6 +81,16 @@ class ModelSpec(click.ParamType):
             for name in ("extractive", "openai", "local:")
             if name.startswith(incomplete)
         ]
+
+
+def from_environment(param: click.Parameter | None, ctx: click.Context | None) -> str:
+    """`` (from $CAM_LLM)`` when the value being checked came from the environment: the
+    error names the option, which the user may never have typed."""
+    if param is None or ctx is None or param.name is None:
+        return ""
+    if ctx.get_parameter_source(param.name) is not click.core.ParameterSource.ENVIRONMENT:
+        return ""
+    return f" (from ${param.envvar})" if isinstance(param.envvar, str) else ""
 
 
 MODEL_SPEC = ModelSpec()
