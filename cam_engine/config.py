@@ -199,6 +199,7 @@ class Environment:
     llm_threads: int | None = None
     llm_context_tokens: int | None = None
     llm_gpu_layers: int | None = None
+    llm_max_tokens: int | None = None  # CAM_LLM_MAX_TOKENS: a cap on every reply's length
     llm_structured: str = "auto"  # CAM_LLM_STRUCTURED: ask for schema-shaped replies (or off)
     embed_device: str | None = None  # auto (the default), cpu, cuda or mps
     # texts per embedding call (default: 256 on a GPU, 64 on a CPU, 128 per API request)
@@ -234,6 +235,7 @@ class Environment:
             llm_threads=_number(env, "CAM_LLM_THREADS", int),
             llm_context_tokens=_number(env, "CAM_LLM_CONTEXT", int),
             llm_gpu_layers=_number(env, "CAM_LLM_GPU_LAYERS", int),
+            llm_max_tokens=_number(env, "CAM_LLM_MAX_TOKENS", int),
             llm_structured=_structured_mode(env),
             embed_device=env.get("CAM_EMBED_DEVICE") or None,
             embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),

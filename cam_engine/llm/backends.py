@@ -98,6 +98,7 @@ def open_chat(spec: LLMSpec | str, env: Environment | None = None) -> Iterator[C
             request_timeout_s=env.llm_timeout,
             request_retries=env.llm_max_retries,
             structured=env.llm_structured != "off",
+            max_reply_tokens=env.llm_max_tokens,
         )
         with server as chat:
             yield chat

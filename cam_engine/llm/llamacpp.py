@@ -128,12 +128,14 @@ class LlamaCppServer:
         request_timeout_s: float | None = None,
         request_retries: int | None = None,
         structured: bool = True,
+        max_reply_tokens: int | None = None,
     ) -> None:
         self.model_path = check_gguf(model_path)
         self.settings = settings or LlamaCppSettings()
         self._timeout = REQUEST_TIMEOUT_S if request_timeout_s is None else request_timeout_s
         self._retries = REQUEST_RETRIES if request_retries is None else request_retries
         self._structured = structured  # llama.cpp turns a JSON schema into a grammar
+        self._max_reply_tokens = max_reply_tokens
         self._server: Any = None
         self._chat: OpenAICompatibleChat | None = None
         self._lock = threading.Lock()
@@ -193,6 +195,7 @@ class LlamaCppServer:
                 max_retries=self._retries,
                 structured=self._structured,
                 name=self.model_name,
+                max_reply_tokens=self._max_reply_tokens,
             )
             return self._chat
 

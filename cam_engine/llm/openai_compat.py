@@ -67,7 +67,15 @@ class OpenAICompatibleChat:
         sleep: Callable[[float], None] = time.sleep,
         structured: bool = True,
         name: str | None = None,
+        max_reply_tokens: int | None = None,
     ) -> None:
+        # A cap over every task's own reply budget (CAM_LLM_MAX_TOKENS): a small model
+        # that writes until it is stopped costs that cap, not the task's budget.
+        if max_reply_tokens is not None and (
+            isinstance(max_reply_tokens, bool) or max_reply_tokens < 1
+        ):
+            raise ConfigError(f"CAM_LLM_MAX_TOKENS must be >= 1, got {max_reply_tokens!r}")
+        self._max_reply_tokens = max_reply_tokens
         # What outputs are labelled with: openai:<model> unless the caller knows better
         # (a local llama.cpp server speaks this protocol but is not OpenAI).
         self._name = name or f"openai:{model}"
@@ -108,6 +116,7 @@ class OpenAICompatibleChat:
         if env.llm_max_retries is not None:
             options.setdefault("max_retries", env.llm_max_retries)
         options.setdefault("structured", env.llm_structured != "off")
+        options.setdefault("max_reply_tokens", env.llm_max_tokens)
         return cls(base_url, model, env.llm_api_key, **options)
 
     @property
@@ -147,6 +156,8 @@ class OpenAICompatibleChat:
             raise ConfigError("a chat completion needs at least one message")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        if self._max_reply_tokens is not None:
+            max_tokens = min(max_tokens, self._max_reply_tokens)
         payload: dict[str, Any] = {
             "model": self._api.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],

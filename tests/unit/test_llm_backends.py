@@ -189,13 +189,20 @@ def test_the_environment_sets_threads_context_and_gpu_layers(
             "CAM_LLM_GPU_LAYERS": "0",
             "CAM_LLM_TIMEOUT": "30",
             "CAM_LLM_MAX_RETRIES": "0",
+            "CAM_LLM_MAX_TOKENS": "64",
+            "CAM_LLM_STRUCTURED": "off",
         }
     )
     with open_chat(f"local:{fake_gguf}", env):
         pass
     (server,) = recording.made
     assert server.settings == LlamaCppSettings(threads=1, context_tokens=1024, gpu_layers=0)
-    assert server.options == {"request_timeout_s": 30.0, "request_retries": 0}
+    assert server.options == {
+        "request_timeout_s": 30.0,
+        "request_retries": 0,
+        "structured": False,
+        "max_reply_tokens": 64,
+    }
     assert (server.entered, server.exited) == (1, 1)
 
 

@@ -113,6 +113,26 @@ def test_trailing_slash_in_base_url(server: ChatServer, sleep: FakeSleep) -> Non
     assert chat.endpoint == server.url
 
 
+def test_max_tokens_cap_from_the_environment_bounds_every_request(
+    server: ChatServer, sleep: FakeSleep
+) -> None:
+    server.add("a", "b")
+    env = Environment.from_env(
+        {"CAM_LLM_BASE_URL": server.base_url, "CAM_LLM_MODEL": MODEL, "CAM_LLM_MAX_TOKENS": "64"}
+    )
+    chat = OpenAICompatibleChat.from_environment(env, sleep=sleep)
+    chat.complete(MESSAGES, max_tokens=500)
+    chat.complete(MESSAGES, max_tokens=10)  # a smaller budget of its own is kept
+    assert [r.body["max_tokens"] for r in server.requests] == [64, 10]
+    with pytest.raises(ConfigError, match="CAM_LLM_MAX_TOKENS must be >= 1"):
+        OpenAICompatibleChat(server.base_url, MODEL, max_reply_tokens=0)
+
+
+def test_a_given_name_labels_the_outputs(sleep: FakeSleep) -> None:
+    chat = OpenAICompatibleChat("http://127.0.0.1:1/v1", "m", name="local:m", sleep=sleep)
+    assert chat.name == "local:m" and chat.model == "m"
+
+
 def test_name_and_protocol(sleep: FakeSleep) -> None:
     chat = OpenAICompatibleChat("http://127.0.0.1:1/v1", "qwen3-8b", KEY, sleep=sleep)
     assert chat.name == "openai:qwen3-8b"
