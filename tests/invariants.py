@@ -7,7 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cam_engine.engine.summaries import COVER, TOP_SIZE, summary_id
+from cam_engine.engine.summaries import (
+    COVER,
+    TOP_SIZE,
+    WRITTEN_FROM,
+    must_rewrite,
+    summary_id,
+)
 from cam_engine.graph.ego_split import ego_components
 from cam_engine.names import names_in
 from cam_engine.store.base import GraphStore
@@ -209,6 +215,26 @@ def check_removed(
                 "SELECT COUNT(*) FROM node_text WHERE node_text MATCH ?", (f'"{word}"',)
             ).fetchone()
             assert rows[0] == 0, f"the FTS table still indexes {word!r}"
+
+
+def check_written_from(store: GraphStore, *, drift: float) -> None:
+    """Every cluster summary records the members its text was written from: nodes the
+    memory still holds (a removed member's text lives on in no summary), no further from
+    its members now than ``drift`` allows (``Settings.resummarize_drift``)."""
+    summaries = [
+        n
+        for lv in store.levels()
+        if lv > 0
+        for n in store.nodes_at_level(lv)
+        if not n.props.get(COVER)
+    ]
+    members = store.members_of([n.id for n in summaries])
+    written = {n.id: set(n.props[WRITTEN_FROM]) for n in summaries}
+    everything = {i for ids in written.values() for i in ids}
+    held = store.existing_ids(everything)
+    for sid, ids in written.items():
+        assert ids <= held, f"{sid} was written from removed nodes {sorted(ids - held)}"
+        assert not must_rewrite(ids, members[sid], drift), f"{sid} drifted past {drift}"
 
 
 def check_no_repeated_offers(store: GraphStore) -> None:

@@ -22,14 +22,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
-from cam_engine.engine.summaries import SummaryWriter, label_of, summary_id
+from cam_engine.engine.summaries import (
+    WRITTEN_FROM,
+    SummaryWriter,
+    label_of,
+    must_rewrite,
+    summary_id,
+    written_from,
+)
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.ego_split import resplit
 from cam_engine.graph.hierarchy import absorb_singletons
@@ -167,7 +174,7 @@ class MemoryBuilder:
             gone = sorted(store.existing_ids(removed))
             if gone:
                 change.removed = set(gone)
-                change.stale = {p for ps in store.parents_of(gone).values() for p in ps}
+                change.stale = self._readers(gone, 1)
                 change.changed_edges |= {e.key for e in store.edges_of(gone)}
                 change.removed_replicas += [
                     r for rs in store.replicas_of(gone).values() for r in rs
@@ -506,14 +513,20 @@ class MemoryBuilder:
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
         existing = store.existing_ids(candidates)
-        # Only a cluster whose membership changed is re-summarized (an LLM call each);
-        # a summary's text is not refreshed when a member's text changes.
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
-        write = sorted(
+        changed = sorted(
             sid for sid, ms in members.items() if stored.get(sid) != ms or sid in change.stale
         )
+        # Of the clusters whose membership changed, only those that never had a summary,
+        # lost a member's text (stale) or drifted too far from the members their summary
+        # was written from are re-summarized (an LLM call each); the others keep their
+        # text under their new members. A summary's text is not refreshed when a
+        # member's text changes.
+        write = [sid for sid in changed if self._must_write(sid, members[sid], stored, change)]
+        keep = sorted(set(changed) - set(write))
 
         self._remove(vanished, up)
+        self._keep_summaries(level + 1, keep, members)
         if write:
             written = self._write_summaries(level + 1, write, members, report)
             # A summary that could only repeat another node's text is not kept: as for a
@@ -525,15 +538,17 @@ class MemoryBuilder:
         # A summary written again for a removal makes its own parents stale in turn.
         rewritten = [sid for sid in write if sid in change.stale]
         self.refreshed.update(rewritten)
-        up.stale |= {p for ps in store.parents_of(rewritten).values() for p in ps}
+        up.stale |= self._readers(rewritten, level + 2)
         up.added = {sid for sid in write if sid not in existing}
-        lrep.clusters_changed = len(write) + len(vanished)
+        lrep.clusters_changed = len(write) + len(keep) + len(vanished)
         lrep.summaries_written = len(write)
+        lrep.summaries_new = len(up.added)
+        lrep.summaries_kept = len(keep)
         lrep.summaries_removed = len(vanished)
 
         # Relink: summaries whose membership changed, and those holding the ends of a
         # changed edge of this level (a new edge between members links their clusters).
-        moved = set(write)
+        moved = set(write) | set(keep)
         ends = {x for key in change.changed_edges for x in key}
         ends |= {x for key in change.reweighted for x in key}
         holders = {p for ps in store.parents_of(ends).values() for p in ps}
@@ -542,11 +557,65 @@ class MemoryBuilder:
         up.reweighted = reweighted - structural
         return up
 
+    def _must_write(
+        self, sid: str, members: set[str], stored: Mapping[str, set[str]], change: LevelChange
+    ) -> bool:
+        """Whether the summary of a cluster whose membership changed is written (again)."""
+        info = self.store.infos([sid]).get(sid)
+        if info is None or sid in change.stale:
+            return True
+        written = written_from(info.props, stored.get(sid, set()))
+        return must_rewrite(written, members, self.settings.resummarize_drift)
+
+    def _keep_summaries(self, level: int, ids: list[str], members: dict[str, set[str]]) -> None:
+        """Give these summaries their new members without writing their text again: the
+        members they were written from stay in their props (so a later change adds to
+        the drift), while their document and position follow the members they have now
+        (a summary with a document holds only that document's chunks below it)."""
+        if not ids:
+            return
+        store = self.store
+        nodes = store.get_nodes(ids, embeddings=True)
+        stored = store.members_of(ids)
+        children = store.infos({m for sid in ids for m in members[sid]})
+        kept: list[Node] = []
+        for sid in ids:
+            node = nodes[sid]
+            below = [children[m] for m in members[sid] if m in children]
+            docs = {c.doc_id for c in below}
+            positions = [c.position for c in below if c.position is not None]
+            props = dict(node.props)
+            props[WRITTEN_FROM] = sorted(written_from(node.props, stored.get(sid, set())))
+            props["members"] = len(below)
+            kept.append(
+                replace(
+                    node,
+                    doc_id=docs.pop() if len(docs) == 1 else None,
+                    position=sum(positions) / len(positions) if positions else None,
+                    props=props,
+                )
+            )
+        store.upsert_nodes(kept)
+        store.set_members({sid: members[sid] for sid in ids}, level)
+
+    def _readers(self, ids: Collection[str], level: int) -> set[str]:
+        """The summaries of ``level`` whose text may hold text of ``ids`` (nodes of the
+        level below): their parents, and the summaries still written from them after
+        they left (a change too small to rewrite a summary keeps its text)."""
+        if not ids:
+            return set()
+        readers = {p for ps in self.store.parents_of(ids).values() for p in ps}
+        wanted = set(ids)
+        for info in self.store.infos_at_level(level):
+            if not wanted.isdisjoint(info.props.get(WRITTEN_FROM, ())):
+                readers.add(info.id)
+        return readers
+
     def _remove(self, summaries: list[str], up: LevelChange) -> None:
         if summaries:
             store = self.store
             up.changed_edges |= {e.key for e in store.edges_of(summaries)}
-            up.stale |= {p for ps in store.parents_of(summaries).values() for p in ps}
+            up.stale |= self._readers(summaries, up.level + 1)
             up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
             store.delete_nodes(summaries)
             up.removed.update(summaries)
@@ -560,6 +629,8 @@ class MemoryBuilder:
         children = store.get_nodes({m for sid in ids for m in members[sid]})
         groups = [[children[m] for m in members[sid] if m in children] for sid in ids]
         nodes = self.writer.nodes(level, ids, groups, report, keep_repeats=False)
+        for node in nodes:
+            node.props[WRITTEN_FROM] = sorted(members[node.id])
         store.upsert_nodes(nodes)
         store.set_members({n.id: members[n.id] for n in nodes}, level)
         return {n.id for n in nodes}

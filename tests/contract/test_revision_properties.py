@@ -32,12 +32,21 @@ from tests.invariants import (
     check_no_repeated_offers,
     check_removed,
     check_structure_is_stored,
+    check_written_from,
 )
 
 EMBEDDER = HashingEmbedder(32)
 # Low theta: the hashing embedder's cosines are low; 16 tokens: one paragraph a chunk;
-# clusters of at most 4 nodes: a few chunks already make several levels.
-SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.25, chunk_tokens=16, max_cluster_size=4)
+# clusters of at most 4 nodes: a few chunks already make several levels; a drift of
+# 0.5: many summaries keep their text under changed members, so the removal of a member
+# they were written from is exercised often.
+SETTINGS = Settings(
+    embed_model=EMBEDDER.name,
+    theta=0.25,
+    chunk_tokens=16,
+    max_cluster_size=4,
+    resummarize_drift=0.5,
+)
 # CAM_REVISION_EXAMPLES=400 for a longer run than CI's (docs/reliability.md)
 EXAMPLES = int(os.environ.get("CAM_REVISION_EXAMPLES", "25"))
 DOCUMENTS = ("a", "b", "c")
@@ -162,6 +171,7 @@ class Run:
         if held is not None or not refused:  # a refused step drops it, to be read again
             check_structure_is_stored(held, store)
         check_removed(store, gone, words, names)
+        check_written_from(store, drift=SETTINGS.resummarize_drift)
         check_no_repeated_offers(store)
         check_documents(store, self.chunks)
         records = store.documents()
