@@ -614,6 +614,9 @@ class MemoryBuilder:
     def _remove(self, summaries: list[str], up: LevelChange) -> None:
         if summaries:
             store = self.store
+            # Whatever was written from a deleted summary is written again, even when no
+            # chunk under it was removed: once it is gone, a later removal of one of its
+            # chunks could not be traced to the text kept above it.
             up.changed_edges |= {e.key for e in store.edges_of(summaries)}
             up.stale |= self._readers(summaries, up.level + 1)
             up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]

@@ -311,6 +311,7 @@ def run_eval(
     started = time.perf_counter()
     built: dict[str, Scope] = {}
     llm_calls = 0
+    summary_calls = 0  # Summarizer.summarize calls building the memories: LLM calls with a chat one
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
     churned: set[str] = set()
     if churn_fraction is not None:
@@ -348,6 +349,7 @@ def run_eval(
             for m in scope.memories()
         ]
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
+        summary_calls += sum(b.summary_calls for r in reports for b in r.batches)
         if mine := [doc for doc in doc_ids if doc in churned]:
             for churning in scope.memories():
                 churns.append(_churn(churning, mine, texts, notify))
@@ -363,6 +365,7 @@ def run_eval(
     build["summaries"] = sum(lv["nodes"] for s in stats for lv in s["levels"] if lv["level"] > 0)
     build["summarizer"] = next(iter(built.values())).memory.summarizer.backend
     build["llm_calls"] = llm_calls  # 0 with the extractive summarizer and views
+    build["summary_calls"] = summary_calls
 
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
     run = EvalRun(

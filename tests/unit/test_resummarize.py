@@ -7,10 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cam_engine import Memory, Settings
+from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.engine.summaries import WRITTEN_FROM, must_rewrite
@@ -111,3 +113,15 @@ def test_summaries_record_what_they_were_written_from(tmp_path: Path) -> None:
         members = memory.store.members_of([n.id for n in summaries])
     assert summaries
     assert all(set(n.props[WRITTEN_FROM]) == members[n.id] for n in summaries)
+
+
+def test_cam_ingest_sets_the_drift_of_a_new_memory(tmp_path: Path) -> None:
+    text = tmp_path / "gap.txt"
+    text.write_text(shared_file("haystacks/paul_graham/gap.txt").read_text()[:3000])
+    env = {"CAM_STORE": str(tmp_path / "cli.db"), "CAM_EMBED_MODEL": EMBEDDER.name}
+    bad = CliRunner().invoke(cli, ["ingest", str(text), "--resummarize-drift", "1.5"], env=env)
+    assert bad.exit_code == 2 and "resummarize_drift must be a number in [0, 1]" in bad.output
+    good = CliRunner().invoke(cli, ["ingest", str(text), "--resummarize-drift", "0.1"], env=env)
+    assert good.exit_code == 0, good.output
+    with Memory.open(tmp_path / "cli.db", "default", embedder=EMBEDDER) as memory:
+        assert memory.settings.resummarize_drift == 0.1
