@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cam_engine import Memory, Settings
+from cam_engine.bench.ingest import summary_call_figures
 from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
-from cam_engine.engine.reports import BatchReport
+from cam_engine.engine.reports import BatchReport, LevelReport
 from cam_engine.engine.summaries import WRITTEN_FROM, must_rewrite
 from cam_engine.errors import ConfigError
 from cam_engine.llm import ExtractiveSummarizer
@@ -125,3 +126,21 @@ def test_cam_ingest_sets_the_drift_of_a_new_memory(tmp_path: Path) -> None:
     assert good.exit_code == 0, good.output
     with Memory.open(tmp_path / "cli.db", "default", embedder=EMBEDDER) as memory:
         assert memory.settings.resummarize_drift == 0.1
+
+
+def test_bench_ingest_counts_summarize_calls_per_100_chunks() -> None:
+    first = BatchReport("book", 0, chunks_added=64, summary_calls=40, summaries_rewritten=3)
+    first.levels = [LevelReport(0, summaries_written=30, summaries_new=30)]
+    first.top_summaries_written = 7
+    second = BatchReport("book", 1, chunks_added=36, summary_calls=20)
+    second.levels = [LevelReport(0, summaries_written=15, summaries_new=9, summaries_kept=4)]
+    figures = summary_call_figures([first, second], 100)
+    assert figures["summary_calls_per_100_chunks"] == 60.0
+    assert figures["llm_calls_per_100_chunks"] == 0.0  # the extractive summarizer's
+    assert figures["summary_calls"] == {
+        "total": 60,
+        "cluster": 45,
+        "cover": 7,
+        "repeat_rewrites": 3,
+    }
+    assert figures["cluster_summaries"] == {"new": 39, "rewritten": 6, "kept": 4}
