@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from cam_engine.engine.summaries import (
     COVER,
+    INHERITED_FROM,
     TOP_SIZE,
     WRITTEN_FROM,
     must_rewrite,
@@ -19,6 +21,8 @@ from cam_engine.names import names_in
 from cam_engine.store.base import GraphStore
 from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.structure import GraphStructure
+
+SUMMARY_ID = re.compile(r"s\d+-\d+")
 
 
 def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
@@ -218,9 +222,10 @@ def check_removed(
 
 
 def check_written_from(store: GraphStore, *, drift: float) -> None:
-    """Every cluster summary records the members its text was written from: nodes the
-    memory still holds (a removed member's text lives on in no summary), no further from
-    its members now than ``drift`` allows (``Settings.resummarize_drift``)."""
+    """Every cluster summary records the members its text was written from, no further
+    from its members now than ``drift`` allows (``Settings.resummarize_drift``), and no
+    chunk its text holds (written from, or inherited from a member since deleted) was
+    removed; a summary it holds may have been deleted (its cluster dissolved)."""
     summaries = [
         n
         for lv in store.levels()
@@ -229,12 +234,15 @@ def check_written_from(store: GraphStore, *, drift: float) -> None:
         if not n.props.get(COVER)
     ]
     members = store.members_of([n.id for n in summaries])
-    written = {n.id: set(n.props[WRITTEN_FROM]) for n in summaries}
-    everything = {i for ids in written.values() for i in ids}
-    held = store.existing_ids(everything)
-    for sid, ids in written.items():
-        assert ids <= held, f"{sid} was written from removed nodes {sorted(ids - held)}"
-        assert not must_rewrite(ids, members[sid], drift), f"{sid} drifted past {drift}"
+    held = {
+        n.id: set(n.props[WRITTEN_FROM]) | set(n.props.get(INHERITED_FROM, ())) for n in summaries
+    }
+    existing = store.existing_ids({i for ids in held.values() for i in ids})
+    for node in summaries:
+        removed = sorted(i for i in held[node.id] - existing if not SUMMARY_ID.fullmatch(i))
+        assert not removed, f"{node.id} holds text of removed chunks {removed}"
+        written = node.props[WRITTEN_FROM]
+        assert not must_rewrite(written, members[node.id], drift), f"{node.id} drifted"
 
 
 def check_no_repeated_offers(store: GraphStore) -> None:

@@ -30,10 +30,12 @@ from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
 from cam_engine.engine.summaries import (
+    INHERITED_FROM,
     WRITTEN_FROM,
     SummaryWriter,
     label_of,
     must_rewrite,
+    provenance,
     summary_id,
     written_from,
 )
@@ -132,6 +134,9 @@ class MemoryBuilder:
         # Summaries written again because text under them was removed: a covering node
         # over one of them is written again too (``SummaryWriter.build_cover``).
         self.refreshed: set[str] = set()
+        # Summaries of a level the update has not reached yet that must be written again
+        # (by level): they inherited text of a removed node (``_readers``).
+        self.stale_ahead: dict[int, set[str]] = {}
 
     # --- level 0 ------------------------------------------------------------------------
     def assimilate(
@@ -174,7 +179,7 @@ class MemoryBuilder:
             gone = sorted(store.existing_ids(removed))
             if gone:
                 change.removed = set(gone)
-                change.stale = self._readers(gone, 1)
+                change.stale = self._stale_readers(gone, 1)
                 change.changed_edges |= {e.key for e in store.edges_of(gone)}
                 change.removed_replicas += [
                     r for rs in store.replicas_of(gone).values() for r in rs
@@ -207,7 +212,7 @@ class MemoryBuilder:
             self._drop_levels_above(0, report)
             report.top_summaries_removed += len(cover)
             return
-        while change:
+        while change or self._stale_ahead_of(change.level):
             change = self._update_level(change, report)
         with self.clock.phase("summaries"):
             self.writer.build_cover(cover, report, refreshed=self.refreshed)
@@ -500,7 +505,7 @@ class MemoryBuilder:
         self, change: LevelChange, touched: set[str], lrep: LevelReport, report: BatchReport
     ) -> LevelChange:
         level, store = change.level, self.store
-        up = LevelChange(level + 1)
+        up = LevelChange(level + 1, stale=self.stale_ahead.pop(level + 2, set()))
         members: dict[str, set[str]] = {}
         for r in store.replicas_with_labels(touched):
             members.setdefault(summary_id(r.label), set()).add(r.node_id)
@@ -525,20 +530,20 @@ class MemoryBuilder:
         write = [sid for sid in changed if self._must_write(sid, members[sid], stored, change)]
         keep = sorted(set(changed) - set(write))
 
-        self._remove(vanished, up)
+        self._remove(vanished, up, change.stale)
         self._keep_summaries(level + 1, keep, members)
         if write:
             written = self._write_summaries(level + 1, write, members, report)
             # A summary that could only repeat another node's text is not kept: as for a
             # cluster of one, its members stay roots where they are.
             declined = [sid for sid in write if sid not in written]
-            self._remove([sid for sid in declined if sid in existing], up)
+            self._remove([sid for sid in declined if sid in existing], up, change.stale)
             vanished += declined
             write = [sid for sid in write if sid in written]
         # A summary written again for a removal makes its own parents stale in turn.
         rewritten = [sid for sid in write if sid in change.stale]
         self.refreshed.update(rewritten)
-        up.stale |= self._readers(rewritten, level + 2)
+        up.stale |= self._stale_readers(rewritten, level + 2)
         up.added = {sid for sid in write if sid not in existing}
         lrep.clusters_changed = len(write) + len(keep) + len(vanished)
         lrep.summaries_written = len(write)
@@ -599,29 +604,77 @@ class MemoryBuilder:
         store.set_members({sid: members[sid] for sid in ids}, level)
 
     def _readers(self, ids: Collection[str], level: int) -> set[str]:
-        """The summaries of ``level`` whose text may hold text of ``ids`` (nodes of the
-        level below): their parents, and the summaries still written from them after
-        they left (a change too small to rewrite a summary keeps its text)."""
+        """The summaries whose text may hold text of ``ids`` (nodes of ``level`` - 1):
+        their parents, the summaries of ``level`` still written from them after they
+        left (a change too small to rewrite a summary keeps its text), and those of
+        any level that inherited their text from a deleted member."""
         if not ids:
             return set()
-        readers = {p for ps in self.store.parents_of(ids).values() for p in ps}
+        store = self.store
+        readers = {p for ps in store.parents_of(ids).values() for p in ps}
         wanted = set(ids)
-        for info in self.store.infos_at_level(level):
-            if not wanted.isdisjoint(info.props.get(WRITTEN_FROM, ())):
-                readers.add(info.id)
+        for lv in store.levels():
+            for info in store.infos_at_level(lv) if lv >= level else ():
+                held = info.props.get(INHERITED_FROM, ())
+                if lv == level:
+                    held = [*held, *info.props.get(WRITTEN_FROM, ())]
+                if not wanted.isdisjoint(held):
+                    readers.add(info.id)
         return readers
 
-    def _remove(self, summaries: list[str], up: LevelChange) -> None:
-        if summaries:
-            store = self.store
-            # Whatever was written from a deleted summary is written again, even when no
-            # chunk under it was removed: once it is gone, a later removal of one of its
-            # chunks could not be traced to the text kept above it.
-            up.changed_edges |= {e.key for e in store.edges_of(summaries)}
-            up.stale |= self._readers(summaries, up.level + 1)
-            up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
-            store.delete_nodes(summaries)
-            up.removed.update(summaries)
+    def _stale_readers(self, ids: Collection[str], level: int) -> set[str]:
+        """``_readers`` of ``ids``: those of ``level`` are returned, those further up
+        are kept in ``stale_ahead`` until the update reaches their level."""
+        readers = self._readers(ids, level)
+        infos = self.store.infos(readers)
+        for sid in readers:
+            if infos[sid].level > level:
+                self.stale_ahead.setdefault(infos[sid].level, set()).add(sid)
+        return {sid for sid in readers if infos[sid].level == level}
+
+    def _stale_ahead_of(self, level: int) -> bool:
+        """Whether summaries above the next level still wait to be written again."""
+        for at in [at for at in self.stale_ahead if at <= level + 1]:
+            del self.stale_ahead[at]  # their levels were dropped: nothing is left to write
+        return any(self.store.existing_ids(ids) for ids in self.stale_ahead.values())
+
+    def _remove(self, summaries: list[str], up: LevelChange, stale: Collection[str]) -> None:
+        """Delete the summaries of clusters that dissolved (or whose summary was
+        declined). What was written from one that was ``stale`` (its text may hold
+        text of a removed chunk) is written again; what was written from another one
+        keeps its text and inherits what that text was written from, so a later
+        removal still finds it. Either way the members' change reaches the summaries
+        above them as any change does (the drift rule)."""
+        if not summaries:
+            return
+        store = self.store
+        tainted = [s for s in summaries if s in stale]
+        up.stale |= self._stale_readers(tainted, up.level + 1)
+        self._inherit([s for s in summaries if s not in stale], up.level + 1, up.stale)
+        up.changed_edges |= {e.key for e in store.edges_of(summaries)}
+        up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
+        store.delete_nodes(summaries)
+        up.removed.update(summaries)
+
+    def _inherit(self, deleted: list[str], level: int, stale: Collection[str]) -> None:
+        """Add to the summaries that hold the text of ``deleted`` summaries (nodes of
+        ``level`` - 1) what that text was written from."""
+        if not deleted:
+            return
+        store = self.store
+        held = {d: provenance(i.props, ()) for d, i in store.infos(deleted).items()}
+        stored = store.members_of(deleted)
+        held = {d: ids or stored.get(d, set()) for d, ids in held.items()}
+        updated: list[Node] = []
+        for reader_id in sorted(self._readers(deleted, level) - set(stale)):
+            node = store.get_nodes([reader_id], embeddings=True)[reader_id]
+            sources = provenance(node.props, store.members_of([reader_id]).get(reader_id, ()))
+            extra = set().union(*(held[d] for d in deleted if d in sources))
+            if extra:
+                inherited = set(node.props.get(INHERITED_FROM, ())) | extra
+                props = {**node.props, INHERITED_FROM: sorted(inherited)}
+                updated.append(replace(node, props=props))
+        store.upsert_nodes(updated)
 
     def _write_summaries(
         self, level: int, ids: list[str], members: dict[str, set[str]], report: BatchReport

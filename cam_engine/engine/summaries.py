@@ -42,6 +42,10 @@ COVER = "cover"
 # They differ from its members once a change too small to rewrite it has passed
 # (``must_rewrite``), and say which texts the summary may hold when one is removed.
 WRITTEN_FROM = "written_from"
+# A summary's props: ids of nodes further below whose text its text holds through a
+# member that was deleted (its cluster dissolved) while the summary kept its text; a
+# removal of one of them reaches the summary through this list (``provenance``).
+INHERITED_FROM = "inherited_from"
 
 Cover = dict[tuple[int, frozenset[str]], Node]  # covering nodes by (level, members)
 
@@ -63,6 +67,11 @@ def written_from(props: Mapping[str, Any], stored_members: Collection[str]) -> s
     (a summary written before the prop existed, always on every change) its members."""
     ids = props.get(WRITTEN_FROM)
     return set(stored_members) if ids is None else set(ids)
+
+
+def provenance(props: Mapping[str, Any], stored_members: Collection[str]) -> set[str]:
+    """Every node whose text a summary's text may hold, one level down or further."""
+    return written_from(props, stored_members) | set(props.get(INHERITED_FROM, ()))
 
 
 def must_rewrite(written: Collection[str], members: Collection[str], drift: float) -> bool:

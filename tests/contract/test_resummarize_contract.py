@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
 from cam_engine.engine.reports import BatchReport
-from cam_engine.engine.summaries import COVER, WRITTEN_FROM
+from cam_engine.engine.summaries import COVER, INHERITED_FROM, WRITTEN_FROM
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from cam_engine.types import Node
-from tests.invariants import check_memory, check_written_from
+from tests.invariants import SUMMARY_ID, check_memory, check_written_from
 
 EMBEDDER = HashingEmbedder(32)
 # One paragraph a chunk (16 tokens); a drift of 1: a summary is written again only when
@@ -75,6 +75,16 @@ def _departed(memory: Memory) -> set[str]:
     return {i for i, node in memory.store.get_nodes(written).items() if node.level == 0}
 
 
+def _inherited(memory: Memory) -> set[str]:
+    """Chunks whose text summaries hold through a member that was deleted."""
+    return {
+        i
+        for n in _summaries(memory)
+        for i in n.props.get(INHERITED_FROM, ())
+        if not SUMMARY_ID.fullmatch(i)
+    }
+
+
 def test_kept_summaries_are_stored_with_what_they_were_written_from(
     store_location: str, memory_name: str
 ) -> None:
@@ -96,22 +106,41 @@ def test_kept_summaries_are_stored_with_what_they_were_written_from(
         check_written_from(store, drift=SETTINGS.resummarize_drift)
 
 
-def test_a_removed_chunk_lives_on_in_no_summary(store_location: str, memory_name: str) -> None:
+def _remove_and_check(memory: Memory, gone: set[str]) -> None:
+    """Ingest the document without the chunks ``gone``; no summary may hold their text."""
+    chunks = {n.id: n.text for n in memory.store.nodes_at_level(0)}
+    heads = {chunks[i].split()[0] for i in gone}
+    assert any(head in n.text for n in _summaries(memory) for head in heads)
+    kept = [p for p in PARAGRAPHS if p.split()[0] not in heads]
+    report = memory.ingest_text("\n\n".join(kept), "doc", batch_size=BATCH)
+    assert report.chunks_removed == len(gone)
+    check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
+    check_written_from(memory.store, drift=SETTINGS.resummarize_drift)
+    left = sorted({head for head in heads for n in _summaries(memory) if head in n.text})
+    assert left == [], f"summaries still hold removed chunks' text: {left}"
+
+
+def test_a_chunk_removed_after_it_left_a_cluster_lives_on_in_no_summary(
+    store_location: str, memory_name: str
+) -> None:
     with opened(store_location, memory_name) as memory:
         memory.ingest_text("\n\n".join(PARAGRAPHS), "doc", batch_size=BATCH)
-        chunks = {n.id: n.text for n in memory.store.nodes_at_level(0)}
-        # The case at stake: chunks that left the cluster of a summary written from them.
         departed = _departed(memory)
-        assert departed
-        heads = {chunks[i].split()[0] for i in departed}
-        assert any(head in n.text for n in _summaries(memory) for head in heads)
-        kept = [p for p in PARAGRAPHS if p.split()[0] not in heads]
-        report = memory.ingest_text("\n\n".join(kept), "doc", batch_size=BATCH)
-        assert report.chunks_removed == len(departed)
-        texts = [n.text for n in _summaries(memory)]
-        check_memory(memory.store, max_cluster_size=SETTINGS.max_cluster_size)
-        check_written_from(memory.store, drift=SETTINGS.resummarize_drift)
+        assert departed  # the case at stake: chunks that left a summary written from them
+        _remove_and_check(memory, departed)
         if store_location.startswith("bolt"):
             memory.delete()
-    left = sorted({head for head in heads for text in texts if head in text})
-    assert left == [], f"summaries still hold removed chunks' text: {left}"
+
+
+def test_a_chunk_removed_under_a_dissolved_cluster_lives_on_in_no_summary(
+    store_location: str, memory_name: str
+) -> None:
+    with opened(store_location, memory_name) as memory:
+        memory.ingest_text("\n\n".join(PARAGRAPHS), "doc", batch_size=BATCH)
+        inherited = _inherited(memory)
+        # The case at stake: a summary kept its text when a member whose text it holds
+        # was deleted (its cluster dissolved), then a chunk under that member goes.
+        assert inherited
+        _remove_and_check(memory, inherited)
+        if store_location.startswith("bolt"):
+            memory.delete()
