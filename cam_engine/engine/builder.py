@@ -76,6 +76,9 @@ class LevelChange:
     # a member of theirs was removed, or was written again because one of its was.
     # Text of a removed chunk must not live on in a summary above it.
     stale: set[str] = field(default_factory=set)
+    # Summaries of the next level that lost a member deleted in this batch: their stored
+    # members already lack it, so only this says that their membership changed.
+    shrunk: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(
@@ -334,7 +337,7 @@ class MemoryBuilder:
             touched = self._keep_cluster_identity(level, touched)
             # Clusters whose summary is stale are summarized again, and only that: they
             # are not re-split (a cluster nothing else touched keeps its shape).
-            touched |= {label_of(sid) for sid in change.stale}
+            touched |= {label_of(sid) for sid in change.stale | change.shrunk}
 
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
         if level + 1 > self.settings.max_levels or n_clusters > MIN_SHRINK * n_nodes:
@@ -520,7 +523,9 @@ class MemoryBuilder:
         existing = store.existing_ids(candidates)
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
         changed = sorted(
-            sid for sid, ms in members.items() if stored.get(sid) != ms or sid in change.stale
+            sid
+            for sid, ms in members.items()
+            if stored.get(sid) != ms or sid in change.stale or sid in change.shrunk
         )
         # Of the clusters whose membership changed, only those that never had a summary,
         # lost a member's text (stale) or drifted too far from the members their summary
@@ -648,6 +653,7 @@ class MemoryBuilder:
         if not summaries:
             return
         store = self.store
+        up.shrunk |= {p for ps in store.parents_of(summaries).values() for p in ps}
         tainted = [s for s in summaries if s in stale]
         up.stale |= self._stale_readers(tainted, up.level + 1)
         self._inherit([s for s in summaries if s not in stale], up.level + 1, up.stale)
