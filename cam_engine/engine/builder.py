@@ -8,8 +8,9 @@ changed to the level above:
 2. propagate labels from the affected replicas (the ripple is capped),
 3. keep changed clusters connected and small (a replica left alone joins a
    neighbouring cluster with room), re-summarize the clusters of two or more members
-   whose membership changed, drop vanished ones, and relink the summaries of the next
-   level.
+   whose membership drifted past ``Settings.resummarize_drift`` from what their
+   summary was written from (or whose summary may hold removed text), give the others
+   their new members, drop vanished ones, and relink the summaries of the next level.
 
 It stops at ``max_levels`` or at a level whose clusters would keep more than
 ``MIN_SHRINK`` of its nodes. Then what has no parent is grouped into the covering top
@@ -72,9 +73,10 @@ class LevelChange:
     changed_edges: set[EdgeKey] = field(default_factory=set)  # appeared or vanished
     reweighted: set[EdgeKey] = field(default_factory=set)  # same edge, new weight
     removed_replicas: list[Replica] = field(default_factory=list)  # of removed nodes
-    # Summaries of the next level to write again though their members may be the same:
-    # a member of theirs was removed, or was written again because one of its was.
-    # Text of a removed chunk must not live on in a summary above it.
+    # Summaries of the next level to write again whatever their members: their text may
+    # hold text of a removed chunk (written from it, or from a summary written again or
+    # deleted because of it, or inherited from one: ``MemoryBuilder._readers``). Text
+    # of a removed chunk must not live on in a summary above it.
     stale: set[str] = field(default_factory=set)
     # Summaries of the next level that lost a member deleted in this batch: their stored
     # members already lack it, so only this says that their membership changed.
