@@ -245,6 +245,19 @@ def check_written_from(store: GraphStore, *, drift: float) -> None:
         assert not must_rewrite(written, members[node.id], drift), f"{node.id} drifted"
 
 
+def check_summary_documents(store: GraphStore) -> None:
+    """A summary names a document exactly when all its members name that one (a scope
+    by document trusts it: ``retrieval/scope.py``), also a summary that kept its text
+    under new members."""
+    summaries = [n for lv in store.levels() if lv > 0 for n in store.nodes_at_level(lv)]
+    members = store.members_of([n.id for n in summaries])
+    nodes = store.get_nodes({m for ms in members.values() for m in ms})
+    for node in summaries:
+        docs = {nodes[m].doc_id for m in members[node.id]}
+        expected = docs.pop() if len(docs) == 1 else None
+        assert node.doc_id == expected, f"{node.id} names {node.doc_id!r}, not {expected!r}"
+
+
 def check_no_repeated_offers(store: GraphStore) -> None:
     """No node a question could be offered repeats a summary's text: ``stats`` counts
     copies in groups of equal texts that hold a summary (two equal chunks are the

@@ -32,6 +32,7 @@ from tests.invariants import (
     check_no_repeated_offers,
     check_removed,
     check_structure_is_stored,
+    check_summary_documents,
     check_written_from,
 )
 
@@ -165,6 +166,7 @@ class Run:
             check_structure_is_stored(held, store)
         check_removed(store, gone, words, names)
         check_written_from(store, drift=SETTINGS.resummarize_drift)
+        check_summary_documents(store)
         check_no_repeated_offers(store)
         check_documents(store, self.chunks)
         records = store.documents()
