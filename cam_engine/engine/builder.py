@@ -620,11 +620,11 @@ class MemoryBuilder:
         store = self.store
         readers = {p for ps in store.parents_of(ids).values() for p in ps}
         wanted = set(ids)
-        for lv in store.levels():
-            for info in store.infos_at_level(lv) if lv >= level else ():
-                held = info.props.get(INHERITED_FROM, ())
-                if lv == level:
-                    held = [*held, *info.props.get(WRITTEN_FROM, ())]
+        for at in [at for at in store.levels() if at >= level]:
+            for info in store.infos_at_level(at):
+                held = list(info.props.get(INHERITED_FROM, ()))
+                if at == level:
+                    held += info.props.get(WRITTEN_FROM, ())
                 if not wanted.isdisjoint(held):
                     readers.add(info.id)
         return readers
