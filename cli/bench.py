@@ -59,6 +59,11 @@ def bench() -> None:
     help="Also measure cross_memory_locality: Frankenstein into a memory holding the other "
     "shared books and the essays, against into an empty one (slow the first time).",
 )
+@click.option(
+    "--resummarize-drift",
+    type=click.FloatRange(0.0, 1.0),
+    help="The memory's resummarize_drift (default: the Settings default).",
+)
 def bench_ingest(
     book: str,
     batch_size: int,
@@ -67,6 +72,7 @@ def bench_ingest(
     device: str | None,
     cached_vectors: Path | None,
     cross_memory: bool,
+    resummarize_drift: float | None,
 ) -> None:
     """Ingest a book in batches, then rebuild it; print timing and locality ratios."""
     from cam_engine.bench.ingest import run
@@ -81,6 +87,7 @@ def bench_ingest(
             device=device or Environment.from_env().embed_device,
             cached_vectors=cached_vectors,
             cross_memory_data=shared_data_dir() if cross_memory else None,
+            resummarize_drift=resummarize_drift,
         )
         echo_json(figures)
     except CamError as exc:

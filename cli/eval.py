@@ -199,6 +199,12 @@ class _Ticker:
     help="books only: keep each question to its own book, as `cam ask --document` does.",
 )
 @click.option(
+    "--resummarize-drift",
+    type=click.FloatRange(0.0, 1.0),
+    help="The memories' resummarize_drift (default: the Settings default): how far a "
+    "cluster's members may drift before its summary is written again.",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="Print everything as JSON (per question too)."
 )
 def eval_command(
@@ -223,6 +229,7 @@ def eval_command(
     paired_with: Path | None,
     books_dir: Path | None,
     scoped: bool,
+    resummarize_drift: float | None,
     as_json: bool,
 ) -> None:
     """Measure the evidence each strategy puts in an LLM's context, on real data.
@@ -263,7 +270,7 @@ def eval_command(
     """
     import tempfile
 
-    from cam_engine import Environment
+    from cam_engine import Environment, Settings
     from cam_engine.eval.compare import load_results, paired_runs
     from cam_engine.eval.contexts import strategy_names
     from cam_engine.eval.loaders import load
@@ -282,7 +289,12 @@ def eval_command(
     )
 
     if kind == "books":
-        for name, value in (("--churn", churn), ("--paired-with", paired_with)):
+        refused = (
+            ("--churn", churn),
+            ("--paired-with", paired_with),
+            ("--resummarize-drift", resummarize_drift),
+        )
+        for name, value in refused:
             if value is not None:
                 raise click.BadParameter("not for books", param_hint=name)
         _eval_books(
@@ -351,6 +363,9 @@ def eval_command(
                 workdir=out or Path(scratch),
                 strategies=names,
                 budgets=_ints(budgets, "--budgets", minimum=1),
+                settings=None
+                if resummarize_drift is None
+                else Settings(embed_model=embedder.name, resummarize_drift=resummarize_drift),
                 rule="substring" if kind == "niah" else DEFAULT_RULE,
                 top_k=top_k,
                 answerer=answerer,

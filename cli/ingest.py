@@ -41,6 +41,7 @@ _SETTING_OPTIONS = {
     "k": int,
     "max_cluster_size": int,
     "max_levels": int,
+    "resummarize_drift": float,
     "embed_model": str,
 }
 
@@ -230,6 +231,13 @@ def _build_view(
 @click.option("--k", type=int, help="New memory: edges kept per chunk [1, 1000].")
 @click.option("--max-cluster-size", type=int, help="New memory: largest cluster [2, 10000].")
 @click.option("--max-levels", type=int, help="New memory: summary levels [0, 50].")
+@click.option(
+    "--resummarize-drift",
+    type=float,
+    help="New memory: a cluster's summary is written again once its members differ from "
+    "those it was written from by more than this share of its size [0, 1]; 0: on any "
+    "change (default 0.25).",
+)
 @click.option(
     "--no-ego-split",
     "ego_split",

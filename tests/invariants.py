@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cam_engine.engine.summaries import COVER, TOP_SIZE, summary_id
+from cam_engine.engine.summaries import (
+    COVER,
+    INHERITED_FROM,
+    TOP_SIZE,
+    WRITTEN_FROM,
+    must_rewrite,
+    summary_id,
+)
 from cam_engine.graph.ego_split import ego_components
 from cam_engine.names import names_in
 from cam_engine.store.base import GraphStore
 from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.structure import GraphStructure
+
+SUMMARY_ID = re.compile(r"s\d+-\d+")
 
 
 def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
@@ -209,6 +219,43 @@ def check_removed(
                 "SELECT COUNT(*) FROM node_text WHERE node_text MATCH ?", (f'"{word}"',)
             ).fetchone()
             assert rows[0] == 0, f"the FTS table still indexes {word!r}"
+
+
+def check_written_from(store: GraphStore, *, drift: float) -> None:
+    """Every cluster summary records the members its text was written from, no further
+    from its members now than ``drift`` allows (``Settings.resummarize_drift``), and no
+    chunk its text holds (written from, or inherited from a member since deleted) was
+    removed; a summary it holds may have been deleted (its cluster dissolved)."""
+    summaries = [
+        n
+        for lv in store.levels()
+        if lv > 0
+        for n in store.nodes_at_level(lv)
+        if not n.props.get(COVER)
+    ]
+    members = store.members_of([n.id for n in summaries])
+    held = {
+        n.id: set(n.props[WRITTEN_FROM]) | set(n.props.get(INHERITED_FROM, ())) for n in summaries
+    }
+    existing = store.existing_ids({i for ids in held.values() for i in ids})
+    for node in summaries:
+        removed = sorted(i for i in held[node.id] - existing if not SUMMARY_ID.fullmatch(i))
+        assert not removed, f"{node.id} holds text of removed chunks {removed}"
+        written = node.props[WRITTEN_FROM]
+        assert not must_rewrite(written, members[node.id], drift), f"{node.id} drifted"
+
+
+def check_summary_documents(store: GraphStore) -> None:
+    """A summary names a document exactly when all its members name that one (a scope
+    by document trusts it: ``retrieval/scope.py``), also a summary that kept its text
+    under new members."""
+    summaries = [n for lv in store.levels() if lv > 0 for n in store.nodes_at_level(lv)]
+    members = store.members_of([n.id for n in summaries])
+    nodes = store.get_nodes({m for ms in members.values() for m in ms})
+    for node in summaries:
+        docs = {nodes[m].doc_id for m in members[node.id]}
+        expected = docs.pop() if len(docs) == 1 else None
+        assert node.doc_id == expected, f"{node.id} names {node.doc_id!r}, not {expected!r}"
 
 
 def check_no_repeated_offers(store: GraphStore) -> None:

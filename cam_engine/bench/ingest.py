@@ -27,6 +27,14 @@ Figures (one JSON object):
   batch of Frankenstein ingested into a memory already holding the other four shared
   books and the essays, over the same for Frankenstein into an empty memory: whether a
   batch's cost grows with the size of the memory (the target: <= 1.3).
+- summary_calls_per_100_chunks: ``Summarizer.summarize`` calls per 100 chunks of the
+  incremental ingest (cluster summaries, covering summaries, and summaries written
+  again because they repeated a node's text; ``summary_calls`` splits them). With a
+  chat summarizer each is one LLM call, so this is its llm_calls_per_100_chunks;
+  llm_calls_per_100_chunks itself counts the calls the summarizer reported (0 with
+  the offline extractive one). ``cluster_summaries``: new (a cluster without a
+  summary), rewritten (an existing summary written again) and kept (its members
+  changed, its text stayed: ``Settings.resummarize_drift``).
 - cached_vectors: with ``--cached-vectors FILE`` the chunk and summary vectors are read
   from and saved to FILE; "used" when the timed run embedded nothing (the figures are
   then the engine alone), "filled" when it had to embed (run again).
@@ -39,6 +47,7 @@ import statistics
 import tempfile
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +108,13 @@ def run(
     device: str | None = None,
     cached_vectors: Path | None = None,
     cross_memory_data: Path | None = None,
+    resummarize_drift: float | None = None,
 ) -> dict[str, Any]:
     """The figures of the module docstring; with ``cross_memory_data`` (the shared data
     folder) also cross_memory_locality, with the same embedder and vector cache."""
     settings = Settings(embed_model=embed_model) if embed_model else Settings()
+    if resummarize_drift is not None:
+        settings = replace(settings, resummarize_drift=resummarize_drift)
     start = time.perf_counter()
     model = load_embedder(settings.embed_model, device=device)
     model.embed(["warm-up"])  # import torch and load the weights outside the timings
@@ -184,6 +196,8 @@ def run(
         "summaries_per_batch_ratio": _ratio([float(r.summaries_written) for r in reports]),
         "affected_nodes_ratio": _ratio([float(n) for n in affected]),
         "seconds_per_affected_node_ratio": _ratio(per_affected),
+        "resummarize_drift": settings.resummarize_drift,
+        **summary_call_figures(reports, chunks),
         "summaries_per_batch": [r.summaries_written for r in reports],
         "affected_nodes_per_batch": affected,
         "non_embed_s_per_batch": [round(x, 3) for x in non_embed],
@@ -218,6 +232,30 @@ def run(
         )
     embedder.save()
     return figures
+
+
+def summary_call_figures(reports: list[BatchReport], chunks: int) -> dict[str, Any]:
+    """Summarize calls over batches and what they wrote (see the module docstring)."""
+    levels = [level for r in reports for level in r.levels]
+    written = sum(level.summaries_written for level in levels)
+    new = sum(level.summaries_new for level in levels)
+    calls = sum(r.summary_calls for r in reports)
+    per_100 = 100 / max(1, chunks)
+    return {
+        "summary_calls_per_100_chunks": round(calls * per_100, 2),
+        "llm_calls_per_100_chunks": round(sum(r.usage.calls for r in reports) * per_100, 2),
+        "summary_calls": {
+            "total": calls,
+            "cluster": written,
+            "cover": sum(r.top_summaries_written for r in reports),
+            "repeat_rewrites": sum(r.summaries_rewritten for r in reports),
+        },
+        "cluster_summaries": {
+            "new": new,
+            "rewritten": written - new,
+            "kept": sum(level.summaries_kept for level in levels),
+        },
+    }
 
 
 def cross_memory_locality(

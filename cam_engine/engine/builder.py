@@ -8,8 +8,9 @@ changed to the level above:
 2. propagate labels from the affected replicas (the ripple is capped),
 3. keep changed clusters connected and small (a replica left alone joins a
    neighbouring cluster with room), re-summarize the clusters of two or more members
-   whose membership changed, drop vanished ones, and relink the summaries of the next
-   level.
+   whose membership drifted past ``Settings.resummarize_drift`` from what their
+   summary was written from (or whose summary may hold removed text), give the others
+   their new members, drop vanished ones, and relink the summaries of the next level.
 
 It stops at ``max_levels`` or at a level whose clusters would keep more than
 ``MIN_SHRINK`` of its nodes. Then what has no parent is grouped into the covering top
@@ -22,14 +23,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
 from cam_engine.engine.reports import BatchReport, LevelReport
-from cam_engine.engine.summaries import SummaryWriter, label_of, summary_id
+from cam_engine.engine.summaries import (
+    INHERITED_FROM,
+    WRITTEN_FROM,
+    SummaryWriter,
+    label_of,
+    must_rewrite,
+    provenance,
+    summary_id,
+    written_from,
+)
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.ego_split import resplit
 from cam_engine.graph.hierarchy import absorb_singletons
@@ -63,10 +73,14 @@ class LevelChange:
     changed_edges: set[EdgeKey] = field(default_factory=set)  # appeared or vanished
     reweighted: set[EdgeKey] = field(default_factory=set)  # same edge, new weight
     removed_replicas: list[Replica] = field(default_factory=list)  # of removed nodes
-    # Summaries of the next level to write again though their members may be the same:
-    # a member of theirs was removed, or was written again because one of its was.
-    # Text of a removed chunk must not live on in a summary above it.
+    # Summaries of the next level to write again whatever their members: their text may
+    # hold text of a removed chunk (written from it, or from a summary written again or
+    # deleted because of it, or inherited from one: ``MemoryBuilder._readers``). Text
+    # of a removed chunk must not live on in a summary above it.
     stale: set[str] = field(default_factory=set)
+    # Summaries of the next level that lost a member deleted in this batch: their stored
+    # members already lack it, so only this says that their membership changed.
+    shrunk: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
         return bool(
@@ -125,6 +139,9 @@ class MemoryBuilder:
         # Summaries written again because text under them was removed: a covering node
         # over one of them is written again too (``SummaryWriter.build_cover``).
         self.refreshed: set[str] = set()
+        # Summaries of a level the update has not reached yet that must be written again
+        # (by level): they inherited text of a removed node (``_readers``).
+        self.stale_ahead: dict[int, set[str]] = {}
 
     # --- level 0 ------------------------------------------------------------------------
     def assimilate(
@@ -167,7 +184,7 @@ class MemoryBuilder:
             gone = sorted(store.existing_ids(removed))
             if gone:
                 change.removed = set(gone)
-                change.stale = {p for ps in store.parents_of(gone).values() for p in ps}
+                change.stale = self._stale_readers(gone, 1)
                 change.changed_edges |= {e.key for e in store.edges_of(gone)}
                 change.removed_replicas += [
                     r for rs in store.replicas_of(gone).values() for r in rs
@@ -200,7 +217,7 @@ class MemoryBuilder:
             self._drop_levels_above(0, report)
             report.top_summaries_removed += len(cover)
             return
-        while change:
+        while change or self._stale_ahead_of(change.level):
             change = self._update_level(change, report)
         with self.clock.phase("summaries"):
             self.writer.build_cover(cover, report, refreshed=self.refreshed)
@@ -322,7 +339,7 @@ class MemoryBuilder:
             touched = self._keep_cluster_identity(level, touched)
             # Clusters whose summary is stale are summarized again, and only that: they
             # are not re-split (a cluster nothing else touched keeps its shape).
-            touched |= {label_of(sid) for sid in change.stale}
+            touched |= {label_of(sid) for sid in change.stale | change.shrunk}
 
         n_nodes, n_clusters = store.count_nodes(level), store.count_labels(level)
         if level + 1 > self.settings.max_levels or n_clusters > MIN_SHRINK * n_nodes:
@@ -493,7 +510,7 @@ class MemoryBuilder:
         self, change: LevelChange, touched: set[str], lrep: LevelReport, report: BatchReport
     ) -> LevelChange:
         level, store = change.level, self.store
-        up = LevelChange(level + 1)
+        up = LevelChange(level + 1, stale=self.stale_ahead.pop(level + 2, set()))
         members: dict[str, set[str]] = {}
         for r in store.replicas_with_labels(touched):
             members.setdefault(summary_id(r.label), set()).add(r.node_id)
@@ -506,34 +523,44 @@ class MemoryBuilder:
         candidates = {summary_id(label) for label in touched}
         stored = store.members_of(candidates)
         existing = store.existing_ids(candidates)
-        # Only a cluster whose membership changed is re-summarized (an LLM call each);
-        # a summary's text is not refreshed when a member's text changes.
         vanished = sorted(sid for sid in candidates if sid not in members and sid in existing)
-        write = sorted(
-            sid for sid, ms in members.items() if stored.get(sid) != ms or sid in change.stale
+        changed = sorted(
+            sid
+            for sid, ms in members.items()
+            if stored.get(sid) != ms or sid in change.stale or sid in change.shrunk
         )
+        # Of the clusters whose membership changed, only those that never had a summary,
+        # lost a member's text (stale) or drifted too far from the members their summary
+        # was written from are re-summarized (an LLM call each); the others keep their
+        # text under their new members. A summary's text is not refreshed when a
+        # member's text changes.
+        write = [sid for sid in changed if self._must_write(sid, members[sid], stored, change)]
+        keep = sorted(set(changed) - set(write))
 
-        self._remove(vanished, up)
+        self._remove(vanished, up, change.stale)
+        self._keep_summaries(level + 1, keep, members)
         if write:
             written = self._write_summaries(level + 1, write, members, report)
             # A summary that could only repeat another node's text is not kept: as for a
             # cluster of one, its members stay roots where they are.
             declined = [sid for sid in write if sid not in written]
-            self._remove([sid for sid in declined if sid in existing], up)
+            self._remove([sid for sid in declined if sid in existing], up, change.stale)
             vanished += declined
             write = [sid for sid in write if sid in written]
         # A summary written again for a removal makes its own parents stale in turn.
         rewritten = [sid for sid in write if sid in change.stale]
         self.refreshed.update(rewritten)
-        up.stale |= {p for ps in store.parents_of(rewritten).values() for p in ps}
+        up.stale |= self._stale_readers(rewritten, level + 2)
         up.added = {sid for sid in write if sid not in existing}
-        lrep.clusters_changed = len(write) + len(vanished)
+        lrep.clusters_changed = len(write) + len(keep) + len(vanished)
         lrep.summaries_written = len(write)
+        lrep.summaries_new = len(up.added)
+        lrep.summaries_kept = len(keep)
         lrep.summaries_removed = len(vanished)
 
         # Relink: summaries whose membership changed, and those holding the ends of a
         # changed edge of this level (a new edge between members links their clusters).
-        moved = set(write)
+        moved = set(write) | set(keep)
         ends = {x for key in change.changed_edges for x in key}
         ends |= {x for key in change.reweighted for x in key}
         holders = {p for ps in store.parents_of(ends).values() for p in ps}
@@ -542,14 +569,120 @@ class MemoryBuilder:
         up.reweighted = reweighted - structural
         return up
 
-    def _remove(self, summaries: list[str], up: LevelChange) -> None:
-        if summaries:
-            store = self.store
-            up.changed_edges |= {e.key for e in store.edges_of(summaries)}
-            up.stale |= {p for ps in store.parents_of(summaries).values() for p in ps}
-            up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
-            store.delete_nodes(summaries)
-            up.removed.update(summaries)
+    def _must_write(
+        self, sid: str, members: set[str], stored: Mapping[str, set[str]], change: LevelChange
+    ) -> bool:
+        """Whether the summary of a cluster whose membership changed is written (again)."""
+        info = self.store.infos([sid]).get(sid)
+        if info is None or sid in change.stale:
+            return True
+        written = written_from(info.props, stored.get(sid, set()))
+        return must_rewrite(written, members, self.settings.resummarize_drift)
+
+    def _keep_summaries(self, level: int, ids: list[str], members: dict[str, set[str]]) -> None:
+        """Give these summaries their new members without writing their text again: the
+        members they were written from stay in their props (so a later change adds to
+        the drift), while their document and position follow the members they have now
+        (a summary with a document holds only that document's chunks below it)."""
+        if not ids:
+            return
+        store = self.store
+        nodes = store.get_nodes(ids, embeddings=True)
+        stored = store.members_of(ids)
+        children = store.infos({m for sid in ids for m in members[sid]})
+        kept: list[Node] = []
+        for sid in ids:
+            node = nodes[sid]
+            below = [children[m] for m in members[sid] if m in children]
+            docs = {c.doc_id for c in below}
+            positions = [c.position for c in below if c.position is not None]
+            props = dict(node.props)
+            props[WRITTEN_FROM] = sorted(written_from(node.props, stored.get(sid, set())))
+            props["members"] = len(below)
+            kept.append(
+                replace(
+                    node,
+                    doc_id=docs.pop() if len(docs) == 1 else None,
+                    position=sum(positions) / len(positions) if positions else None,
+                    props=props,
+                )
+            )
+        store.upsert_nodes(kept)
+        store.set_members({sid: members[sid] for sid in ids}, level)
+
+    def _readers(self, ids: Collection[str], level: int) -> set[str]:
+        """The summaries whose text may hold text of ``ids`` (nodes of ``level`` - 1):
+        their parents, the summaries of ``level`` still written from them after they
+        left (a change too small to rewrite a summary keeps its text), and those of
+        any level that inherited their text from a deleted member."""
+        if not ids:
+            return set()
+        store = self.store
+        readers = {p for ps in store.parents_of(ids).values() for p in ps}
+        wanted = set(ids)
+        for at in [at for at in store.levels() if at >= level]:
+            for info in store.infos_at_level(at):
+                held = list(info.props.get(INHERITED_FROM, ()))
+                if at == level:
+                    held += info.props.get(WRITTEN_FROM, ())
+                if not wanted.isdisjoint(held):
+                    readers.add(info.id)
+        return readers
+
+    def _stale_readers(self, ids: Collection[str], level: int) -> set[str]:
+        """``_readers`` of ``ids``: those of ``level`` are returned, those further up
+        are kept in ``stale_ahead`` until the update reaches their level."""
+        readers = self._readers(ids, level)
+        infos = self.store.infos(readers)
+        for sid in readers:
+            if infos[sid].level > level:
+                self.stale_ahead.setdefault(infos[sid].level, set()).add(sid)
+        return {sid for sid in readers if infos[sid].level == level}
+
+    def _stale_ahead_of(self, level: int) -> bool:
+        """Whether summaries above the next level still wait to be written again."""
+        for at in [at for at in self.stale_ahead if at <= level + 1]:
+            del self.stale_ahead[at]  # their levels were dropped: nothing is left to write
+        return any(self.store.existing_ids(ids) for ids in self.stale_ahead.values())
+
+    def _remove(self, summaries: list[str], up: LevelChange, stale: Collection[str]) -> None:
+        """Delete the summaries of clusters that dissolved (or whose summary was
+        declined). What was written from one that was ``stale`` (its text may hold
+        text of a removed chunk) is written again; what was written from another one
+        keeps its text and inherits what that text was written from, so a later
+        removal still finds it. Either way the members' change reaches the summaries
+        above them as any change does (the drift rule)."""
+        if not summaries:
+            return
+        store = self.store
+        up.shrunk |= {p for ps in store.parents_of(summaries).values() for p in ps}
+        tainted = [s for s in summaries if s in stale]
+        up.stale |= self._stale_readers(tainted, up.level + 1)
+        self._inherit([s for s in summaries if s not in stale], up.level + 1, up.stale)
+        up.changed_edges |= {e.key for e in store.edges_of(summaries)}
+        up.removed_replicas += [r for rs in store.replicas_of(summaries).values() for r in rs]
+        store.delete_nodes(summaries)
+        up.removed.update(summaries)
+
+    def _inherit(self, deleted: list[str], level: int, stale: Collection[str]) -> None:
+        """Add to the summaries that hold the text of ``deleted`` summaries (nodes of
+        ``level`` - 1) what that text was written from."""
+        if not deleted:
+            return
+        store = self.store
+        held = {d: provenance(i.props, ()) for d, i in store.infos(deleted).items()}
+        stored = store.members_of(deleted)
+        held = {d: ids or stored.get(d, set()) for d, ids in held.items()}
+        updated: list[Node] = []
+        for reader_id in sorted(self._readers(deleted, level) - set(stale)):
+            node = store.get_nodes([reader_id], embeddings=True)[reader_id]
+            sources = provenance(node.props, store.members_of([reader_id]).get(reader_id, ()))
+            extra = set().union(*(held[d] for d in deleted if d in sources))
+            if extra:
+                inherited = set(node.props.get(INHERITED_FROM, ())) | extra
+                props = {**node.props, INHERITED_FROM: sorted(inherited)}
+                updated.append(replace(node, props=props))
+        store.upsert_nodes(updated)
 
     def _write_summaries(
         self, level: int, ids: list[str], members: dict[str, set[str]], report: BatchReport
@@ -560,6 +693,8 @@ class MemoryBuilder:
         children = store.get_nodes({m for sid in ids for m in members[sid]})
         groups = [[children[m] for m in members[sid] if m in children] for sid in ids]
         nodes = self.writer.nodes(level, ids, groups, report, keep_repeats=False)
+        for node in nodes:
+            node.props[WRITTEN_FROM] = sorted(members[node.id])
         store.upsert_nodes(nodes)
         store.set_members({n.id: members[n.id] for n in nodes}, level)
         return {n.id for n in nodes}

@@ -19,7 +19,11 @@ class LevelReport:
     clusters_split: int = 0
     singletons_absorbed: int = 0
     clusters_changed: int = 0
-    summaries_written: int = 0
+    summaries_written: int = 0  # summarized: new clusters and rewritten ones
+    summaries_new: int = 0  # of those, clusters that had no summary before
+    # Clusters whose members changed and whose summary kept its text: the members it
+    # was written from are still close enough (Settings.resummarize_drift).
+    summaries_kept: int = 0
     summaries_removed: int = 0
 
 
@@ -44,6 +48,9 @@ class BatchReport:
     top_summaries_written: int = 0  # covering top-level summaries written anew
     top_summaries_removed: int = 0  # covering summaries (and levels dropped) gone
     summaries_rewritten: int = 0  # again, with a larger budget: they repeated a node's text
+    # Summarizer.summarize calls, all of the above together (declined summaries too):
+    # with a chat summarizer these are its LLM calls; the extractive one makes none.
+    summary_calls: int = 0
 
     @property
     def summaries_written(self) -> int:

@@ -9,7 +9,7 @@ roots (nodes without a parent) grouped by ``graph.hierarchy.group_roots`` into a
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,6 +38,14 @@ TOP_SIZE = 10
 REGROUP_ROOTS = 1000
 # Marks a node of the covering top levels (props): it groups roots, not a cluster.
 COVER = "cover"
+# A cluster summary's props: the ids of the members its text was written from (sorted).
+# They differ from its members once a change too small to rewrite it has passed
+# (``must_rewrite``), and say which texts the summary may hold when one is removed.
+WRITTEN_FROM = "written_from"
+# A summary's props: ids of nodes further below whose text its text holds through a
+# member that was deleted (its cluster dissolved) while the summary kept its text; a
+# removal of one of them reaches the summary through this list (``provenance``).
+INHERITED_FROM = "inherited_from"
 
 Cover = dict[tuple[int, frozenset[str]], Node]  # covering nodes by (level, members)
 
@@ -52,6 +60,26 @@ def label_of(summary: str) -> str:
     """The cluster label of a summary id (the inverse of ``summary_id``)."""
     level, _, number = summary.removeprefix("s").partition("-")
     return f"{int(level) - 1}.{number}"
+
+
+def written_from(props: Mapping[str, Any], stored_members: Collection[str]) -> set[str]:
+    """The members a summary's text was written from: its ``WRITTEN_FROM`` prop, else
+    (a summary written before the prop existed, always on every change) its members."""
+    ids = props.get(WRITTEN_FROM)
+    return set(stored_members) if ids is None else set(ids)
+
+
+def provenance(props: Mapping[str, Any], stored_members: Collection[str]) -> set[str]:
+    """Every node whose text a summary's text may hold, one level down or further."""
+    return written_from(props, stored_members) | set(props.get(INHERITED_FROM, ()))
+
+
+def must_rewrite(written: Collection[str], members: Collection[str], drift: float) -> bool:
+    """Whether a cluster's summary, written from ``written``, must be written again for
+    its ``members`` now: when the two differ by more than ``drift`` of the current size.
+    A removed member is not this rule's business: the builder rewrites for that always."""
+    changed = len(set(written) ^ set(members))
+    return changed > drift * len(members)
 
 
 class SummaryWriter:
@@ -98,6 +126,7 @@ class SummaryWriter:
         nodes: list[Node] = []
         for sid, members, result in zip(ids, ordered, self._summarize_all(ordered), strict=True):
             report.usage += result.usage
+            report.summary_calls += 1
             docs = {n.doc_id for n in members}
             positions = [n.position for n in members if n.position is not None]
             nodes.append(
@@ -120,6 +149,7 @@ class SummaryWriter:
                 result = self.summarizer.summarize(texts, max_words=words)
                 report.usage += result.usage
                 report.summaries_rewritten += 1
+                report.summary_calls += 1
                 nodes[i].text = result.text
                 nodes[i].props["backend"] = result.backend  # extractive when the LLM failed
             self._embed([nodes[i] for i in repeated])

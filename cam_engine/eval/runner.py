@@ -317,6 +317,7 @@ def run_eval(
     built: dict[str, Scope] = {}
     llm_calls = 0
     build_usage = Usage()  # the summaries' LLM replies: repaired, unusable
+    summary_calls = 0  # Summarizer.summarize calls building the memories: LLM calls with a chat one
     documents_done, documents_total = 0, sum(len(ids) for ids in scopes.values())
     churned: set[str] = set()
     if churn_fraction is not None:
@@ -355,6 +356,7 @@ def run_eval(
         ]
         llm_calls += sum(b.usage.calls for r in reports for b in r.batches)
         build_usage = sum((r.usage for r in reports), build_usage)
+        summary_calls += sum(b.summary_calls for r in reports for b in r.batches)
         if mine := [doc for doc in doc_ids if doc in churned]:
             for churning in scope.memories():
                 churns.append(_churn(churning, mine, texts, notify))
@@ -372,6 +374,7 @@ def run_eval(
     build["llm_calls"] = llm_calls  # 0 with the extractive summarizer and views
     build["repaired_replies"] = build_usage.repaired_replies
     build["unusable_replies"] = build_usage.unusable_replies
+    build["summary_calls"] = summary_calls
 
     by_doc = {doc: name for name, ids in scopes.items() for doc in ids}
     run = EvalRun(

@@ -32,11 +32,14 @@ from tests.invariants import (
     check_no_repeated_offers,
     check_removed,
     check_structure_is_stored,
+    check_summary_documents,
+    check_written_from,
 )
 
 EMBEDDER = HashingEmbedder(32)
 # Low theta: the hashing embedder's cosines are low; 16 tokens: one paragraph a chunk;
-# clusters of at most 4 nodes: a few chunks already make several levels.
+# clusters of at most 4 nodes: a few chunks already make several levels (and with the
+# default resummarize_drift, a cluster of 4 that gained its 4th member keeps its summary).
 SETTINGS = Settings(embed_model=EMBEDDER.name, theta=0.25, chunk_tokens=16, max_cluster_size=4)
 # CAM_REVISION_EXAMPLES=400 for a longer run than CI's (docs/reliability.md)
 EXAMPLES = int(os.environ.get("CAM_REVISION_EXAMPLES", "25"))
@@ -162,6 +165,8 @@ class Run:
         if held is not None or not refused:  # a refused step drops it, to be read again
             check_structure_is_stored(held, store)
         check_removed(store, gone, words, names)
+        check_written_from(store, drift=SETTINGS.resummarize_drift)
+        check_summary_documents(store)
         check_no_repeated_offers(store)
         check_documents(store, self.chunks)
         records = store.documents()
