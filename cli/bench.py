@@ -338,6 +338,7 @@ def bench_llm(
             embed_model=embed_model,
             device=device,
             cached_vectors=cached_vectors,
+            progress=lambda line: click.echo(f"cam bench llm: {line}", err=True),
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -34,7 +34,7 @@ import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from cam_engine.llm.base import ChatModel, Usage
 from cam_engine.memory import Memory
 from cam_engine.sources import clean_text, read_text
 
+Progress = Callable[[str], None]  # one line of what is done so far
 CHUNKS = 40  # about 3 minutes of SmolLM2-135M summaries on one CPU thread
 BATCH_SIZE = 10
 QUESTIONS = 10
@@ -196,11 +197,24 @@ def ingest(
     batch_size: int,
     llm_concurrency: int,
     workdir: Path,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The book's first chunks into a new memory under ``workdir``, summaries by ``chat``."""
+    """The book's first chunks into a new memory under ``workdir``, summaries by
+    ``chat``; a line to ``progress`` after each batch."""
     settings = Settings(embed_model=embedder.name)
     text = first_chunks(book, chunks, settings.chunk_tokens)
     reports: list[BatchReport] = []
+    started = time.perf_counter()
+
+    def on_batch(report: BatchReport) -> None:
+        reports.append(report)
+        if progress is not None:
+            calls = sum(r.usage.calls for r in reports)
+            progress(
+                f"batch {len(reports)}: {sum(r.chunks_added for r in reports)} chunks, "
+                f"{calls} LLM calls, {time.perf_counter() - started:.0f} s"
+            )
+
     with Memory.open(
         workdir / "bench-llm.db",
         "bench",
@@ -210,7 +224,7 @@ def ingest(
         llm_concurrency=llm_concurrency,
     ) as memory:
         started = time.perf_counter()
-        memory.ingest_text(text, book.stem, batch_size=batch_size, on_batch=reports.append)
+        memory.ingest_text(text, book.stem, batch_size=batch_size, on_batch=on_batch)
         wall_s = time.perf_counter() - started
     figures = ingest_figures(
         [r.usage for r in reports],
@@ -291,8 +305,10 @@ def run(
     device: str | None = None,
     cached_vectors: Path | None = None,
     env: Environment | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """The figures of the module docstring for the model ``llm`` names."""
+    """The figures of the module docstring for the model ``llm`` names; a line to
+    ``progress`` after each batch ingested and before the questions."""
     env = env or Environment.from_env()
     spec = parse_llm_spec(llm)
     if not spec.is_model:
@@ -321,8 +337,11 @@ def run(
             batch_size=batch_size,
             llm_concurrency=llm_concurrency,
             workdir=Path(tmp),
+            progress=progress,
         )
         if questions and questions_file is not None:
+            if progress is not None:
+                progress(f"answering {questions} questions with {', '.join(strategies)}")
             figures["questions"] = answer_quality(
                 chat,
                 embedder,

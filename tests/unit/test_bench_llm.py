@@ -97,7 +97,7 @@ def test_cam_bench_llm_end_to_end_against_a_scripted_endpoint() -> None:
         result = CliRunner().invoke(cli, [*args, "--json"], env=env)
         requests = [r.body for r in server.requests]
     assert result.exit_code == 0, result.output
-    lines = result.output.strip().splitlines()
+    lines = result.stdout.strip().splitlines()
     assert len(lines) == 1
     figures = json.loads(lines[0])
     done = figures["ingest"]
@@ -118,6 +118,8 @@ def test_cam_bench_llm_end_to_end_against_a_scripted_endpoint() -> None:
         assert row["questions"] == 2 and row["llm_calls"] == 2
         assert row["em"] == 0.5  # "Rush" is right for the first question only
     assert len(requests) == done["llm_calls"] + 4
+    # Progress goes to stderr, a line per batch: stdout stays one JSON line.
+    assert "cam bench llm: batch 2: 6 chunks" in result.stderr
 
 
 def test_cam_bench_llm_needs_a_model() -> None:
@@ -138,6 +140,6 @@ def test_the_table_and_the_json_line_show_the_same_run(flag: str | None) -> None
         result = CliRunner().invoke(cli, args, env=env)
     assert result.exit_code == 0, result.output
     if flag:
-        assert "questions" not in json.loads(result.output)
+        assert "questions" not in json.loads(result.stdout)
     else:
         assert "summaries/s" in result.output and "s/call" in result.output
