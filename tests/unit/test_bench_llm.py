@@ -111,7 +111,7 @@ def test_cam_bench_llm_end_to_end_against_a_scripted_endpoint() -> None:
     assert done["prompt_tokens_per_chunk"] == round(done["prompt_tokens"] / 6, 2)
     for key in ("summaries_per_s", "seconds_per_call", "completion_tokens_per_chunk"):
         assert done[key] is not None
-    assert "malformed_share" in done and "replies" in done
+    assert "malformed_share" in done and "replies" in done and "summaries_rewritten" in done
     answered = figures["questions"]["strategies"]
     assert set(answered) == {"prune-grow", "hybrid"}
     for row in answered.values():
