@@ -10,7 +10,7 @@ import click
 
 from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
-from cam_engine.cli.options import device_option, echo_json, llm_option
+from cam_engine.cli.options import MODEL_SPEC, device_option, echo_json
 
 Command = Callable[..., Any]
 
@@ -246,7 +246,13 @@ def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> N
 
 
 @bench.command("llm")
-@llm_option("The model to measure:", default=None)
+@click.option(
+    "--llm",
+    type=MODEL_SPEC,
+    envvar="CAM_LLM",
+    help="The model to measure: local:PATH.gguf (llama.cpp in-process) or openai (the "
+    "endpoint at CAM_LLM_BASE_URL serving CAM_LLM_MODEL). Default: $CAM_LLM.",
+)
 @click.option(
     "--book",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
