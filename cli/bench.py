@@ -10,7 +10,7 @@ import click
 
 from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
-from cam_engine.cli.options import device_option, echo_json
+from cam_engine.cli.options import MODEL_SPEC, device_option, echo_json
 
 Command = Callable[..., Any]
 
@@ -250,3 +250,113 @@ def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> N
     if out is not None:
         args += ["--out", str(out)]
     raise SystemExit(hostile.main(args))
+
+
+@bench.command("llm")
+@click.option(
+    "--llm",
+    type=MODEL_SPEC,
+    envvar="CAM_LLM",
+    help="The model to measure: local:PATH.gguf (llama.cpp in-process) or openai (the "
+    "endpoint at CAM_LLM_BASE_URL serving CAM_LLM_MODEL). Default: $CAM_LLM.",
+)
+@click.option(
+    "--book",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"),
+    show_default=True,
+    help="Text whose first chunks are summarized (default: Frankenstein from ../shared/data).",
+)
+@click.option(
+    "--chunks",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Ingest the book's first N chunks (20: about 25 summary calls, 12 minutes of a "
+    "135M model on one busy CPU thread).",
+)
+@click.option("--batch-size", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--llm-concurrency",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Summary calls in flight at once (1: seconds per call is one call's own time; "
+    "cam ingest's default is 4).",
+)
+@click.option(
+    "--questions",
+    default=10,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Also answer the first K HotpotQA questions with each strategy (0: none).",
+)
+@click.option(
+    "--questions-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=str(shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl"),
+    show_default=True,
+    help="HotpotQA questions (JSONL, as cam eval hotpotqa reads).",
+)
+@click.option(
+    "--strategies",
+    default="prune-grow,hybrid",
+    show_default=True,
+    help="Comma-separated `cam ask --strategy` names whose contexts are answered.",
+)
+@click.option(
+    "--answer-budget",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Context tokens each answer gets.",
+)
+@embedding_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead of a table.")
+def bench_llm(
+    llm: str | None,
+    book: Path,
+    chunks: int,
+    batch_size: int,
+    llm_concurrency: int,
+    questions: int,
+    questions_file: Path,
+    strategies: str,
+    answer_budget: int,
+    embed_model: str | None,
+    device: str | None,
+    cached_vectors: Path | None,
+    as_json: bool,
+) -> None:
+    """What a real model costs and how it answers: the book's first chunks summarized
+    by it (summaries/s, tokens per chunk, calls per batch, s/call, malformed replies),
+    then HotpotQA answers by it (EM/F1 per strategy). The model: --llm local:PATH.gguf
+    (llama.cpp; CAM_LLM_THREADS, CAM_LLM_CONTEXT, CAM_LLM_GPU_LAYERS) or openai
+    (CAM_LLM_BASE_URL, CAM_LLM_MODEL)."""
+    from cam_engine.bench import llm as bench
+    from cam_engine.errors import CamError
+
+    if llm is None:
+        raise click.BadParameter("give the model to measure (or set CAM_LLM)", param_hint="--llm")
+    try:
+        figures = bench.run(
+            llm,
+            book=book,
+            chunks=chunks,
+            batch_size=batch_size,
+            llm_concurrency=llm_concurrency,
+            questions=questions,
+            questions_file=questions_file,
+            strategies=[s.strip() for s in strategies.split(",") if s.strip()],
+            answer_budget=answer_budget,
+            embed_model=embed_model,
+            device=device,
+            cached_vectors=cached_vectors,
+            progress=lambda line: click.echo(f"cam bench llm: {line}", err=True),
+        )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        echo_json(figures)
+    else:
+        click.echo(bench.table(figures))
