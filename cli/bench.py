@@ -272,8 +272,8 @@ def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> N
     default=20,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Ingest the book's first N chunks (20: about 25 summary calls, 12 minutes of a "
-    "135M model on one busy CPU thread).",
+    help="Ingest the book's first N chunks (20: about 25 summary calls, 8-12 minutes of "
+    "a 135M model on one CPU thread).",
 )
 @click.option("--batch-size", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option(

@@ -52,7 +52,7 @@ from cam_engine.memory import Memory
 from cam_engine.sources import clean_text, read_text
 
 Progress = Callable[[str], None]  # one line of what is done so far
-# 25 summary calls of SmolLM2-135M, 12 minutes on one CPU thread of a loaded machine
+# 25 summary calls of SmolLM2-135M: 7.5-12 minutes on one CPU thread of this machine
 # (docs/benchmarks.md); the first batch of 10 writes no summary.
 CHUNKS = 20
 BATCH_SIZE = 10

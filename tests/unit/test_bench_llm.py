@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,10 +123,11 @@ def test_cam_bench_llm_end_to_end_against_a_scripted_endpoint() -> None:
     assert "cam bench llm: batch 2: 6 chunks" in result.stderr
 
 
-def test_cam_bench_llm_needs_a_model() -> None:
-    result = CliRunner().invoke(
-        cli, ["bench", "llm", "--llm", "extractive", "--questions", "0"], env={"CAM_LLM": ""}
-    )
+def test_cam_bench_llm_needs_a_model(tmp_path: Path) -> None:
+    book = tmp_path / "book.txt"
+    book.write_text("A short book.\n")
+    args = ["bench", "llm", "--llm", "extractive", "--questions", "0", "--book", str(book)]
+    result = CliRunner().invoke(cli, args, env={"CAM_LLM": ""})
     assert result.exit_code != 0
     assert "measures a model" in result.output
 
