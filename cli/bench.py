@@ -360,3 +360,56 @@ def bench_llm(
         echo_json(figures)
     else:
         click.echo(bench.table(figures))
+
+
+@bench.command("scale")
+@click.option(
+    "--chunks",
+    type=click.IntRange(min=100),
+    default=100_000,
+    show_default=True,
+    help="Grow the memory to this many chunks; figures at each decade (10^4, 10^5, 10^6) "
+    "and at the end.",
+)
+@click.option(
+    "--store",
+    "store_dir",
+    help="Folder for the memory's SQLite file, kept afterwards (default: a temp dir), or a "
+    "bolt:// or neo4j:// URI (a memory scale-PID, deleted afterwards).",
+)
+@click.option(
+    "--vector-cache",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path.home() / ".cache" / "cam-engine" / "scale-vectors.npz",
+    show_default=True,
+    help="The real MiniLM vectors of the shared data's chunks, computed on the first run.",
+)
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--seed", default=0, show_default=True, help="Seed of the copies' shuffles and noise."
+)
+def bench_scale(
+    chunks: int, store_dir: str | None, vector_cache: Path, batch_size: int, seed: int
+) -> None:
+    """Grow one memory from copies of the shared data's text (extractive summaries) and
+    print a JSON line of cost, size and latency at each decade; progress on stderr."""
+    from cam_engine.bench import scale
+    from cam_engine.errors import CamError
+
+    data = shared_data_dir()
+    if not (data / "hotpotqa").is_dir():
+        raise click.ClickException(
+            f"cam bench scale needs the shared data folder; not found: {data}"
+        )
+    vector_cache.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        scale.run(
+            chunks,
+            shared_data=data,
+            store=store_dir,
+            vector_cache=vector_cache,
+            batch_size=batch_size,
+            seed=seed,
+        )
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -152,7 +152,9 @@ def check_covering_levels(store: GraphStore) -> None:
 
 def structure_view(structure: GraphStructure) -> dict[str, object]:
     """What a structure holds, in a form two structures can be compared by."""
-    ids, matrix = structure.chunk_vectors.matrix()
+    ids, matrix = (
+        structure.chunk_vectors.matrix() if structure.chunk_vectors is not None else ([], None)
+    )
     return {
         "nodes": structure.nodes,
         "by_level": {k: v for k, v in structure.by_level.items() if v},

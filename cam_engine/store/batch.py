@@ -12,7 +12,8 @@ leaving the block applies in one bulk statement per kind before the commit.
 A batch therefore costs a handful of store calls whatever its size: the transaction
 with its generation check, reads of the texts and vectors of nodes that earlier
 batches of this process did not touch, and the write. The search for a new chunk's
-neighbours is exact, over the chunk vectors the structure holds.
+neighbours is exact, over the chunk vectors the structure holds, where the store's own
+search is a round trip away (Neo4j); the SQLite store searches in process and is asked.
 Every call is timed into the ``StoreMeter`` (the batch's clock).
 """
 
@@ -30,6 +31,7 @@ from cam_engine.faults import checkpoint
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.change import GraphChange
 from cam_engine.store.structure import GraphStructure, NodeInfo, text_key
+from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import Edge, Node, Replica
 
 T = TypeVar("T")
@@ -272,16 +274,34 @@ class BatchStore:
 
     def nearest(self, level: int, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """The top ``k`` chunks (level 0) by cosine, as this batch has left them: an
-        exact search over the structure's chunk vectors, no store call."""
+        exact search over the structure's chunk vectors (no store call), or, where the
+        structure holds none, the store's search of what is committed, less what this
+        batch deleted, merged with an exact search of the chunks it wrote."""
         if level != 0:
             raise ValueError("a batch searches chunks (level 0) only")
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        return self._s.chunk_vectors.top_k(queries, k)
+        if self._s.chunk_vectors is not None:
+            return self._s.chunk_vectors.top_k(queries, k)
+        written = {
+            n.id: n.embedding
+            for n in self._change.nodes.values()
+            if n.level == 0 and n.embedding is not None
+        }
+        skip = self.deleted | set(written)
+        stored = self._call(lambda: self._store.nearest(0, queries, k + len(skip)))
+        mine = VectorMatrix(written).top_k(queries, k)
+        return [
+            sorted(
+                [hit for hit in found if hit[0] not in skip] + ours,
+                key=lambda h: (-h[1], h[0]),
+            )[:k]
+            for found, ours in zip(stored, mine, strict=True)
+        ]
 
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
         for n in nodes:
             self._s.put_node(NodeInfo.of(n))
-            if n.level == 0 and n.embedding is not None:
+            if n.level == 0 and n.embedding is not None and self._s.chunk_vectors is not None:
                 self._s.chunk_vectors.put(n.id, n.embedding)
             self._change.nodes[n.id] = n
             self._read[n.id] = n

@@ -123,6 +123,22 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         """,
     ),
     ("007_mentions", _add_mentions),
+    (
+        # The changes to node vectors since a level's approximate index file was saved
+        # (sqlite_vectors.py): a process opening the index replays them instead of
+        # rebuilding it. `pruned` is the last change removed from the log per level: a
+        # process whose index is older rebuilds or reloads instead of replaying.
+        "008_vector_log",
+        """
+        CREATE TABLE vector_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, memory TEXT NOT NULL,
+            level INTEGER NOT NULL, node_rowid INTEGER NOT NULL, op INTEGER NOT NULL);
+        CREATE INDEX vector_log_by_level ON vector_log (memory, level, seq);
+        CREATE TABLE vector_log_pruned (
+            memory TEXT NOT NULL, level INTEGER NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (memory, level));
+        """,
+    ),
 ]
 
 

@@ -28,8 +28,8 @@ from cam_engine.store.change import GraphChange, apply_change
 from cam_engine.store.keywords import bm25_top_k, search_terms
 from cam_engine.store.migrations import migrate
 from cam_engine.store.sqlite_errors import describe, error_name, is_busy, is_write_failure
+from cam_engine.store.sqlite_vectors import SqliteVectors
 from cam_engine.store.structure import GENERATION, StructureRows
-from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import CHUNK, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class SqliteStore:
         self._conn = conn
         self._in_transaction = False
         self._checked_writable = False
-        self._vectors: dict[int, VectorMatrix] = {}
+        self._vectors = SqliteVectors(path, self._memory, self._q, lambda: self._conn)
         self._data_version = self._read_data_version()
 
     # --- lifecycle ------------------------------------------------------------------
@@ -102,6 +102,10 @@ class SqliteStore:
         if isinstance(self._conn, _Closed):
             return  # closing twice is harmless, as for files
         unused = self._created and not self._holds_anything()
+        try:
+            self._vectors.close()
+        except Exception as exc:  # a cache: never a reason for close to fail
+            logger.warning("SQLite store %s: vector index not saved: %s", self._path, exc)
         self._conn.close()
         # Any later use says what happened instead of sqlite3's ProgrammingError.
         self._conn = cast(sqlite3.Connection, _Closed(f"SQLite store {self._path} is closed"))
@@ -170,6 +174,7 @@ class SqliteStore:
         self._in_transaction = True
         try:
             self._see_other_writers()  # the write lock is ours: what is committed is final
+            self._vectors.begin()
             yield
         except BaseException as exc:
             self._rollback()
@@ -182,6 +187,7 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 self._rollback()
                 raise self._failure(exc) from exc
+            self._vectors.commit()
         finally:
             self._in_transaction = False
 
@@ -189,7 +195,7 @@ class SqliteStore:
         """Roll back what is open. After a failed write (disk full, I/O error) SQLite
         may have rolled the transaction back itself, and a second ROLLBACK would hide
         the first error under "no transaction is active"."""
-        self._vectors.clear()  # the cache may hold rolled-back rows: reload on next use
+        self._vectors.rollback()  # the indexes may hold rolled-back rows
         if self._conn.in_transaction:
             try:
                 self._conn.execute("ROLLBACK")
@@ -271,6 +277,10 @@ class SqliteStore:
 
     def clear(self, keep_chunks: bool) -> None:
         m = self._memory
+        levels = {r[0] for r in self._q("SELECT DISTINCT level FROM nodes WHERE memory = ?", m)}
+        self._vectors.cleared(
+            lv for lv in levels | set(self._vectors.file_levels()) if lv > 0 or not keep_chunks
+        )
         for table in ("edges", "replicas", "members", "counters"):
             self._conn.execute(f"DELETE FROM {table} WHERE memory = ?", (m,))
         if keep_chunks:
@@ -282,7 +292,6 @@ class SqliteStore:
             self._conn.execute("DELETE FROM view_links WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM documents WHERE memory = ?", (m,))
             self._conn.execute("DELETE FROM memories WHERE name = ?", (m,))
-        self._vectors.clear()
 
     # --- batches -------------------------------------------------------------------------
     def lock_generation(self) -> int:
@@ -303,11 +312,6 @@ class SqliteStore:
             "SELECT id, node_id, level, label, members FROM replicas WHERE memory = ?", m
         )
         members = self._q("SELECT summary_id, member_id FROM members WHERE memory = ?", m)
-        vectors = self._q(
-            "SELECT id, embedding FROM nodes WHERE memory = ? AND level = 0 "
-            "AND embedding IS NOT NULL",
-            m,
-        )
         return StructureRows(
             nodes=[self._node(r, False) for r in nodes],
             edges=[(a, b, float(score)) for a, b, score in edges],
@@ -316,7 +320,7 @@ class SqliteStore:
             counters=self._counters(),
             documents=self.documents(),
             settings=self.load_settings(),
-            chunk_vectors={node_id: _vector(blob) for node_id, blob in vectors},
+            chunk_vectors=None,  # a batch's neighbours are searched by nearest()
         )
 
     def apply(self, change: GraphChange) -> None:
@@ -416,9 +420,7 @@ class SqliteStore:
                 for n in nodes
             ],
         )
-        for n in nodes:
-            if n.embedding is not None and n.level in self._vectors:
-                self._vectors[n.level].put(n.id, np.asarray(n.embedding, dtype=np.float32))
+        self._vectors.upserted(nodes)
         self._write_mentions([n for n in nodes if n.kind == CHUNK])
 
     def _write_mentions(self, chunks: Sequence[Node]) -> None:
@@ -459,8 +461,8 @@ class SqliteStore:
     def delete_nodes(self, ids: Iterable[str]) -> None:
         ids_json = _ids(ids)
         m = self._memory
-        levels = self._q(
-            f"SELECT id, level FROM nodes WHERE memory = ? AND id IN {_IDS}", m, ids_json
+        found = self._q(
+            f"SELECT id, level, rowid FROM nodes WHERE memory = ? AND id IN {_IDS}", m, ids_json
         )
         for sql in (
             f"DELETE FROM edges WHERE memory = ? AND src IN {_IDS}",
@@ -474,9 +476,7 @@ class SqliteStore:
             f"DELETE FROM nodes WHERE memory = ? AND id IN {_IDS}",
         ):
             self._conn.execute(sql, (m, ids_json))
-        for node_id, level in levels:
-            if level in self._vectors:
-                self._vectors[level].drop(node_id)
+        self._vectors.deleted([(r[0], r[1], r[2]) for r in found])
 
     def _node(self, row: sqlite3.Row, embeddings: bool) -> Node:
         node_id, level, kind, doc_id, position, text, blob, props = row
@@ -560,19 +560,8 @@ class SqliteStore:
         linked the other's chunks."""
         version = self._read_data_version()
         if version != self._data_version:
-            self._vectors.clear()
+            self._vectors.see_commits_elsewhere()
             self._data_version = version
-
-    def _index(self, level: int) -> VectorMatrix:
-        if level not in self._vectors:
-            rows = self._q(
-                "SELECT id, embedding FROM nodes WHERE memory = ? AND level = ? "
-                "AND embedding IS NOT NULL",
-                self._memory,
-                level,
-            )
-            self._vectors[level] = VectorMatrix({r[0]: _vector(r[1]) for r in rows})
-        return self._vectors[level]
 
     def nearest(
         self,
@@ -591,7 +580,7 @@ class SqliteStore:
         # matrix per call (that copy grew with the memory and dominated large ones).
         found: list[list[tuple[str, float]]] = [[] for _ in range(len(queries))]
         for lv in levels:
-            best_of_level = self._index(lv).top_k(queries, k, among)
+            best_of_level = self._vectors.search(lv, queries, k, among)
             for hits, best in zip(found, best_of_level, strict=True):
                 hits.extend(best)
         return [sorted(hits, key=lambda h: (-h[1], h[0]))[:k] for hits in found]

@@ -77,7 +77,9 @@ class StructureRows:
     counters: dict[str, int]
     documents: list[DocumentRecord]
     settings: dict[str, Any] | None
-    chunk_vectors: dict[str, np.ndarray]  # level 0
+    # Level 0, for a store whose own search answers a batch: None (SQLite searches its
+    # level 0 in process, through an approximate index once it is large).
+    chunk_vectors: dict[str, np.ndarray] | None
 
 
 @dataclass
@@ -101,9 +103,10 @@ class GraphStructure:
     labels_by_level: dict[int, set[str]] = field(default_factory=dict)
     members: dict[str, set[str]] = field(default_factory=dict)  # summary -> member ids
     parents: dict[str, set[str]] = field(default_factory=dict)  # node -> summary ids
-    # The chunks' vectors: a new batch's neighbours are searched here, exactly, with
-    # no round trip (a Neo4j vector-index query per batch cost more than the batch).
-    chunk_vectors: VectorMatrix = field(default_factory=lambda: VectorMatrix({}))
+    # The chunks' vectors, where the store's own search is a round trip away: a new
+    # batch's neighbours are searched here, exactly (a Neo4j vector-index query per
+    # batch cost more than the batch). None: the store is asked (SQLite).
+    chunk_vectors: VectorMatrix | None = field(default_factory=lambda: VectorMatrix({}))
 
     @classmethod
     def from_rows(cls, rows: StructureRows) -> GraphStructure:
@@ -112,7 +115,7 @@ class GraphStructure:
             settings=rows.settings,
             counters={k: v for k, v in rows.counters.items() if k != GENERATION},
             documents={d.id: d for d in rows.documents},
-            chunk_vectors=VectorMatrix(rows.chunk_vectors),
+            chunk_vectors=None if rows.chunk_vectors is None else VectorMatrix(rows.chunk_vectors),
         )
         for node in rows.nodes:
             s.put_node(NodeInfo.of(node))
@@ -162,7 +165,8 @@ class GraphStructure:
         info = self.nodes.pop(node_id, None)
         if info is not None:
             self._unindex(info)
-        self.chunk_vectors.drop(node_id)
+        if self.chunk_vectors is not None:
+            self.chunk_vectors.drop(node_id)
         for other in self.adjacency.pop(node_id, {}):
             self.adjacency.get(other, {}).pop(node_id, None)
         for replica_id in list(self.of_node.get(node_id, ())):

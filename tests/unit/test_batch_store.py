@@ -137,7 +137,7 @@ def dump(store: SqliteStore) -> tuple:
         sorted(rows.edges),
         sorted((r.id, r.node_id, r.label, tuple(sorted(r.members))) for r in rows.replicas),
         sorted(rows.members),
-        {k: np.round(v, 5).tolist() for k, v in rows.chunk_vectors.items()},
+        {k: np.round(v, 5).tolist() for k, v in (rows.chunk_vectors or {}).items()},
     )
 
 

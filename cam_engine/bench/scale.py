@@ -1,0 +1,275 @@
+"""``cam bench scale``: one memory grown to a million chunks, measured at each decade.
+
+It ingests copies of the shared data's real text (``scale_data.py``: a seeded shuffle
+of its chunks per copy, vectors of real MiniLM structure) in batches of 64 with the
+extractive summarizer, and at 10^4, 10^5, 10^6 chunks (and at ``--chunks`` when it is
+not a decade) prints one JSON line:
+
+- ``engine_ms_per_chunk_last10``: the engine's milliseconds per chunk over the last 10
+  batches (embedding and finding names left out, as in ``cam bench ingest``);
+  ``store_calls_per_batch``: their median store calls;
+- ``rss_mb`` and ``peak_rss_mb`` of this process, ``store_mb`` on disk (the SQLite file
+  with its WAL and vector indexes);
+- ``localize_p50_ms`` / ``localize_p95_ms``: hybrid localization over every level (the
+  first step of prune-and-grow: vector and full-text search, fused) for 100 questions
+  whose vectors are given; ``ann_recall_at_10``: how many of the exact top 10 by cosine
+  over every level the store's vector search returns (1.0 where it searches exactly);
+- ``ask_p95_ms``: ``Memory.ask`` (prune-and-grow, extractive answer) for 50 questions;
+- ``open_s``: a new process opening the memory, reading its stats and localizing one
+  question (the import of the package and the model's load are left out and given as
+  ``open_import_s``); ``stats_s`` and ``show_s``: ``cam stats``' and ``cam show``'s work
+  in that process;
+- ``levels`` (nodes per level, bottom up) and ``top_size``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cam_engine.bench.ingest import _engine_seconds
+from cam_engine.bench.scale_data import (
+    PerturbedEmbedder,
+    Pool,
+    copy_documents,
+    read_pool,
+    real_vectors,
+)
+from cam_engine.config import Settings
+from cam_engine.embed import load_embedder
+from cam_engine.engine.reports import BatchReport
+from cam_engine.memory import Memory
+from cam_engine.retrieval.localize import DEPTH, hybrid
+from cam_engine.store.base import is_neo4j_uri
+from cam_engine.types import Node
+
+DECADES = (10_000, 100_000, 1_000_000, 10_000_000)
+ASKS = 50
+
+
+def checkpoints(chunks: int) -> list[int]:
+    """The decades up to ``chunks``, and ``chunks`` itself."""
+    points = [d for d in DECADES if d < chunks]
+    return [*points, chunks]
+
+
+def _status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+def _store_mb(location: str | Path) -> float | None:
+    if is_neo4j_uri(str(location)):
+        return None
+    path = Path(location)
+    files = [p for p in path.parent.glob(path.name + "*") if p.is_file()]
+    folders = [p for p in path.parent.glob(path.name + "*") if p.is_dir()]
+    files += [f for d in folders for f in d.rglob("*") if f.is_file()]
+    return round(sum(f.stat().st_size for f in files) / 2**20, 1)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 2)
+
+
+def run(
+    chunks: int,
+    *,
+    shared_data: Path,
+    store: str | None = None,
+    vector_cache: Path | None = None,
+    batch_size: int = 64,
+    seed: int = 0,
+    emit: Callable[[dict[str, Any]], None] = lambda line: print(json.dumps(line), flush=True),
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> list[dict[str, Any]]:
+    settings = Settings()
+    pool = read_pool(shared_data, settings.chunk_tokens)
+    model = load_embedder(settings.embed_model)
+    vectors = real_vectors(pool, model, vector_cache)
+    embedder = PerturbedEmbedder(pool, vectors, model.name, seed)
+    question_vectors = vectors[len(pool.units) :]
+    location: str | Path
+    if store is not None and is_neo4j_uri(store):
+        location, name = store, f"scale-{os.getpid()}"
+    else:
+        folder = Path(store or tempfile.mkdtemp(prefix="cam-scale-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        location, name = folder / "scale.db", "scale"
+        for stale in folder.glob("scale.db*"):
+            if stale.is_file():
+                stale.unlink()
+    lines: list[dict[str, Any]] = []
+    reports: list[BatchReport] = []
+    added = 0
+    started = time.perf_counter()
+
+    def on_batch(report: BatchReport) -> None:
+        nonlocal added
+        reports.append(report)
+        added += report.chunks_added
+        if len(reports) % 100 == 0:
+            recent = reports[-100:]
+            ms = (
+                1000
+                * sum(_engine_seconds(r) for r in recent)
+                / max(1, sum(r.chunks_added for r in recent))
+            )
+            progress(
+                f"{added} chunks, {time.perf_counter() - started:.0f} s, "
+                f"engine {ms:.2f} ms per chunk (last 100 batches), rss {_status_mb('VmRSS')} MB"
+            )
+
+    documents = copy_documents(pool, seed)
+
+    def until(target: int) -> Iterator[tuple[str, str]]:
+        for doc in documents:
+            yield doc
+            if added >= target:
+                return
+
+    with Memory.open(location, name, settings=settings, embedder=embedder) as memory:
+        for target in checkpoints(chunks):
+            memory.ingest_documents(until(target), batch_size=batch_size, on_batch=on_batch)
+            line = {
+                "chunks": added,
+                "store": "neo4j" if is_neo4j_uri(str(location)) else "sqlite",
+                "ingest_s": round(time.perf_counter() - started, 1),
+                **_batch_figures(reports[-10:]),
+                "rss_mb": _status_mb("VmRSS"),
+                "peak_rss_mb": _status_mb("VmHWM"),
+                "store_mb": _store_mb(location),
+                **_localize_figures(memory, pool, question_vectors),
+                **_ask_figures(memory, pool),
+                **_cold_open(location, name, pool.questions[0], question_vectors[0]),
+                "unmatched_texts": embedder.unmatched,
+            }
+            emit(line)
+            lines.append(line)
+        if is_neo4j_uri(str(location)):
+            memory.delete()
+    return lines
+
+
+def _batch_figures(last: list[BatchReport]) -> dict[str, Any]:
+    chunks = sum(r.chunks_added for r in last)
+    return {
+        "engine_ms_per_chunk_last10": round(
+            1000 * sum(_engine_seconds(r) for r in last) / max(1, chunks), 3
+        ),
+        "store_calls_per_batch": statistics.median(r.store_calls for r in last),
+    }
+
+
+def _localize_figures(memory: Memory, pool: Pool, vectors: np.ndarray) -> dict[str, Any]:
+    store = memory.store
+    times: list[float] = []
+    for question, vector in zip(pool.questions, vectors, strict=True):
+        start = time.perf_counter()
+        hybrid(store, question, vector, None, DEPTH)
+        times.append(1000 * (time.perf_counter() - start))
+    found = store.nearest(None, vectors, 10)
+    exact = exact_top_k(memory, vectors, 10)
+    recall = [
+        len({i for i, _ in f} & set(e)) / max(1, len(e)) for f, e in zip(found, exact, strict=True)
+    ]
+    return {
+        "localize_p50_ms": _percentile(times, 50),
+        "localize_p95_ms": _percentile(times, 95),
+        "ann_recall_at_10": round(float(np.mean(recall)), 4),
+    }
+
+
+def exact_top_k(memory: Memory, queries: np.ndarray, k: int) -> list[list[str]]:
+    """The exact top ``k`` by cosine over every node with a vector, read level by level
+    in pages (the store's own search may be approximate)."""
+    best: list[list[tuple[float, str]]] = [[] for _ in queries]
+    for level in memory.store.levels():
+        nodes = memory.store.nodes_at_level(level, embeddings=True)
+        while page := [n for _, n in zip(range(20_000), nodes, strict=False)]:
+            with_vectors = [n for n in page if n.embedding is not None]
+            if with_vectors:
+                _merge(best, queries, with_vectors, k)
+    return [[i for _, i in hits] for hits in best]
+
+
+def _merge(
+    best: list[list[tuple[float, str]]], queries: np.ndarray, nodes: list[Node], k: int
+) -> None:
+    ids = [n.id for n in nodes]
+    scores = queries @ np.stack([n.embedding for n in nodes if n.embedding is not None]).T
+    take = min(k, len(ids))
+    for row, hits in zip(scores, best, strict=True):
+        top = np.argpartition(-row, take - 1)[:take]
+        hits.extend((float(row[i]), ids[i]) for i in top)
+        hits.sort(key=lambda h: (-h[0], h[1]))
+        del hits[k:]
+
+
+def _ask_figures(memory: Memory, pool: Pool) -> dict[str, Any]:
+    times: list[float] = []
+    for question in pool.questions[:ASKS]:
+        start = time.perf_counter()
+        memory.ask(question)
+        times.append(1000 * (time.perf_counter() - start))
+    return {"ask_p50_ms": _percentile(times, 50), "ask_p95_ms": _percentile(times, 95)}
+
+
+_OPEN_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+from cam_engine.config import Settings
+from cam_engine.embed import load_embedder
+from cam_engine.memory import Memory
+from cam_engine.retrieval.localize import hybrid
+model = load_embedder(Settings().embed_model)
+location, name, question, vector = json.loads(sys.stdin.read())
+t1 = time.perf_counter()
+memory = Memory.open(location, name, embedder=model)
+t2 = time.perf_counter()
+stats = memory.stats()
+t3 = time.perf_counter()
+hybrid(memory.store, question, np.asarray(vector, dtype=np.float32), None)
+t4 = time.perf_counter()
+top = memory.top_level()[1]
+memory.node(top[0].id) if top else None
+t5 = time.perf_counter()
+print(json.dumps({
+    "open_import_s": round(t1 - t0, 3), "open_s": round(t4 - t1, 3),
+    "stats_s": round(t3 - t2, 3), "show_s": round(t5 - t4, 3),
+    "levels": [row["nodes"] for row in stats["levels"]],
+    "top_size": len(top),
+}))
+"""
+
+
+def _cold_open(
+    location: str | Path, name: str, question: str, vector: np.ndarray
+) -> dict[str, Any]:
+    """Open the memory in a new process (see the module docstring)."""
+    payload = json.dumps([str(location), name, question, vector.tolist()])
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN_SCRIPT],
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    if done.returncode != 0:
+        return {"open_error": done.stderr.strip().splitlines()[-1:]}
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
