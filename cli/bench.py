@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -388,8 +389,25 @@ def bench_llm(
 @click.option(
     "--seed", default=0, show_default=True, help="Seed of the copies' shuffles and noise."
 )
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also append each JSON line to this file.",
+)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Draw the cost curve (engine ms per chunk and RSS against chunks) of the lines in "
+    "--out, this run's included, into this PNG.",
+)
 def bench_scale(
-    chunks: int, store_dir: str | None, vector_cache: Path, batch_size: int, seed: int
+    chunks: int,
+    store_dir: str | None,
+    vector_cache: Path,
+    batch_size: int,
+    seed: int,
+    out: Path | None,
+    plot: Path | None,
 ) -> None:
     """Grow one memory from copies of the shared data's text (extractive summaries) and
     print a JSON line of cost, size and latency at each decade; progress on stderr."""
@@ -402,14 +420,28 @@ def bench_scale(
             f"cam bench scale needs the shared data folder; not found: {data}"
         )
     vector_cache.parent.mkdir(parents=True, exist_ok=True)
+
+    def emit(line: dict[str, Any]) -> None:
+        click.echo(json.dumps(line))
+        if out is not None:
+            with out.open("a", encoding="utf-8") as file:
+                file.write(json.dumps(line) + "\n")
+
     try:
-        scale.run(
+        lines = scale.run(
             chunks,
             shared_data=data,
             store=store_dir,
             vector_cache=vector_cache,
             batch_size=batch_size,
             seed=seed,
+            emit=emit,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
+    if plot is not None:
+        from cam_engine.eval.plots import scale_plot
+
+        if out is not None:
+            lines = [json.loads(row) for row in out.read_text(encoding="utf-8").splitlines() if row]
+        scale_plot(lines, plot)

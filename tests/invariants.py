@@ -168,6 +168,7 @@ def structure_view(structure: GraphStructure) -> dict[str, object]:
         "labels_by_level": {k: v for k, v in structure.labels_by_level.items() if v},
         "members": structure.members,
         "parents": {k: v for k, v in structure.parents.items() if v},
+        "roots": structure.roots,
         "counters": structure.counters,
         "documents": structure.documents,
         "settings": structure.settings,
@@ -187,6 +188,8 @@ def check_structure_is_stored(held: GraphStructure | None, store: GraphStore) ->
         generation = store.lock_generation()
         stored = GraphStructure.from_rows(store.read_structure())
     stored.generation = generation
+    for structure in (held, stored):  # the roots kept up are the nodes with no parent
+        assert structure.roots == {i for i in structure.nodes if not structure.parents.get(i)}
     mine, theirs = structure_view(held), structure_view(stored)
     for key in mine:
         assert mine[key] == theirs[key], f"held structure differs from the store in {key}"

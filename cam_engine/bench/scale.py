@@ -24,6 +24,7 @@ not a decade) prints one JSON line:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -31,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ import numpy as np
 
 from cam_engine.bench.ingest import _engine_seconds
 from cam_engine.bench.scale_data import (
+    UNITS_PER_DOCUMENT,
     PerturbedEmbedder,
     Pool,
     copy_documents,
@@ -54,6 +56,7 @@ from cam_engine.store.base import is_neo4j_uri
 from cam_engine.types import Node
 
 DECADES = (10_000, 100_000, 1_000_000, 10_000_000)
+ROUND_DOCUMENTS = 50  # documents per ingest_documents call
 ASKS = 50
 
 
@@ -100,6 +103,7 @@ def run(
     model = load_embedder(settings.embed_model)
     vectors = real_vectors(pool, model, vector_cache)
     embedder = PerturbedEmbedder(pool, vectors, model.name, seed)
+    del model  # not needed past the real vectors: its weights are left out of rss_mb
     question_vectors = vectors[len(pool.units) :]
     location: str | Path
     if store is not None and is_neo4j_uri(store):
@@ -134,15 +138,17 @@ def run(
 
     documents = copy_documents(pool, seed)
 
-    def until(target: int) -> Iterator[tuple[str, str]]:
-        for doc in documents:
-            yield doc
-            if added >= target:
-                return
-
     with Memory.open(location, name, settings=settings, embedder=embedder) as memory:
         for target in checkpoints(chunks):
-            memory.ingest_documents(until(target), batch_size=batch_size, on_batch=on_batch)
+            while added < target:
+                # ingest_documents chunks its documents up front: a round at a time
+                # keeps the texts in memory bounded (a document is about 40 chunks).
+                count = min(ROUND_DOCUMENTS, (target - added) // UNITS_PER_DOCUMENT + 1)
+                memory.ingest_documents(
+                    list(itertools.islice(documents, count)),
+                    batch_size=batch_size,
+                    on_batch=on_batch,
+                )
             line = {
                 "chunks": added,
                 "store": "neo4j" if is_neo4j_uri(str(location)) else "sqlite",

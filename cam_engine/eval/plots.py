@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -68,5 +68,30 @@ def heatmap(
     figure.colorbar(image, ax=axes)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def scale_plot(lines: list[dict[str, Any]], path: Path) -> Path:
+    """``cam bench scale``'s cost curve: engine milliseconds per chunk (last 10 batches)
+    and the process's RSS against the memory's chunks, one line per store."""
+    figure, (cost, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for store in sorted({str(line["store"]) for line in lines}):
+        mine = sorted((ln for ln in lines if ln["store"] == store), key=lambda ln: ln["chunks"])
+        chunks = [ln["chunks"] for ln in mine]
+        cost.plot(
+            chunks, [ln["engine_ms_per_chunk_last10"] for ln in mine], marker="o", label=store
+        )
+        memory.plot(chunks, [ln["rss_mb"] for ln in mine], marker="o", label=store)
+    for axes, label in ((cost, "engine ms per chunk (last 10 batches)"), (memory, "RSS (MB)")):
+        axes.set_xscale("log")
+        axes.set_xlabel("chunks in the memory")
+        axes.set_ylabel(label)
+        axes.set_ylim(bottom=0)
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
     plt.close(figure)
     return path

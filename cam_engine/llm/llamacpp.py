@@ -177,6 +177,7 @@ class LlamaCppServer:
             base = str(self._server.listening_address).rstrip("/")
             try:
                 self._wait_until_healthy(base, started)
+                self._wait_until_serving(base, started)
             except BaseException:
                 self._shut_down()
                 raise
@@ -198,6 +199,18 @@ class LlamaCppServer:
                 max_reply_tokens=self._max_reply_tokens,
             )
             return self._chat
+
+    def _wait_until_serving(self, base: str, started: float) -> None:
+        """Wait until the server's task loop runs, not only its HTTP thread: /slots is
+        answered by that loop. Stopping a server whose loop has not begun yet (a busy
+        machine delays the thread) hangs: llama.cpp's stop is lost when the loop starts
+        after it, and the destructor waits for the loop forever."""
+        timeout = max(1.0, started + self.settings.startup_timeout_s - time.perf_counter())
+        try:
+            with urllib.request.urlopen(f"{base}/slots", timeout=timeout):
+                pass
+        except urllib.error.HTTPError:  # slots monitoring off: answered without the loop
+            logger.debug("llama.cpp at %s: /slots is off; its loop is not awaited", base)
 
     def _wait_until_healthy(self, base: str, started: float) -> None:
         deadline = started + self.settings.startup_timeout_s

@@ -262,9 +262,7 @@ class BatchStore:
         return sorted(nodes.values(), key=_reading_order)
 
     def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        parents = self._s.parents
-        roots = [i for i in self._s.nodes if not parents.get(i)]
-        nodes = self.get_nodes(roots, embeddings=embeddings)
+        nodes = self.get_nodes(sorted(self._s.roots), embeddings=embeddings)
         return sorted(nodes.values(), key=lambda n: (n.level, *_reading_order(n)))
 
     def chunk_ids_near(self, doc_id: str, positions: Iterable[int]) -> set[str]:

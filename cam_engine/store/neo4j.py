@@ -45,6 +45,9 @@ def vector_label(dimensions: int) -> str:
 # The vector index is shared by every memory in the database, so a top-k query asks it
 # for more hits than k and filters them; this many per requested hit, at least.
 _OVERSAMPLE = 4
+# Chunk vectors a batch holds in memory to search exactly (read_structure); past this
+# many, each batch asks the vector index instead (one query per batch).
+HELD_VECTORS_MAX = 100_000
 
 # View kinds as Browser sees them: a label per kind and the type of its chunk links.
 _VIEW_LABELS = {PAGE: "Page", MEMO: "Memo", MEMORY_STATE: "MemoryState"}
@@ -309,6 +312,10 @@ class Neo4jStore:
         return int(self._run("lock_generation")[0]["value"])
 
     def read_structure(self) -> StructureRows:
+        # The chunk vectors are held for an exact search per batch with no round trip,
+        # until they would cost more memory than a vector-index query per batch costs
+        # time (HELD_VECTORS_MAX: 1.5 KB each at 384 dimensions).
+        held = self.count_nodes(0) <= HELD_VECTORS_MAX
         return StructureRows(
             nodes=[_node(row) for row in self._rows("structure_nodes")],
             edges=[(a, b, float(score)) for a, b, score in self._rows("structure_edges")],
@@ -319,7 +326,9 @@ class Neo4jStore:
                 node_id: np.frombuffer(blob, dtype=np.float32)
                 for node_id, blob in self._rows("structure_vectors")
                 if blob is not None
-            },
+            }
+            if held
+            else None,
             documents=self.documents(),
             settings=self.load_settings(),
         )

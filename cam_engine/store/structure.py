@@ -15,9 +15,10 @@ generations differ and it is read again.
 
 What it costs: per node a few small records (no text: a 16-byte key of it, which the
 check for repeated summary texts needs), per edge a dict entry, per replica a record
-in a few indexes, and per chunk its vector (1.5 KB with MiniLM). For a memory of a
-million chunks that is a few gigabytes; a memory that large would want the chunk
-vectors in an approximate index instead.
+in a few indexes (docs/benchmarks.md, "Scale", has the figures per chunk). The chunks'
+vectors are held only where the store's own search is a round trip away (Neo4j, up to
+``neo4j.HELD_VECTORS_MAX`` chunks); the SQLite store searches its levels in process,
+through an approximate index once they are large (``sqlite_vectors.py``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,10 @@ class GraphStructure:
     labels_by_level: dict[int, set[str]] = field(default_factory=dict)
     members: dict[str, set[str]] = field(default_factory=dict)  # summary -> member ids
     parents: dict[str, set[str]] = field(default_factory=dict)  # node -> summary ids
+    # Nodes no summary has as a member, kept up as members change: the covering top
+    # level reads them every batch, and finding them by a pass over every node cost
+    # a pass over a million nodes per batch.
+    roots: set[str] = field(default_factory=set)
     # The chunks' vectors, where the store's own search is a round trip away: a new
     # batch's neighbours are searched here, exactly (a Neo4j vector-index query per
     # batch cost more than the batch). None: the store is asked (SQLite).
@@ -136,6 +141,8 @@ class GraphStructure:
         if old is not None:
             self._unindex(old)
         self.nodes[info.id] = info
+        if not self.parents.get(info.id):
+            self.roots.add(info.id)
         self.by_level.setdefault(info.level, set()).add(info.id)
         self.by_text.setdefault(info.text_key, set()).add(info.id)
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
@@ -165,6 +172,7 @@ class GraphStructure:
         info = self.nodes.pop(node_id, None)
         if info is not None:
             self._unindex(info)
+        self.roots.discard(node_id)
         if self.chunk_vectors is not None:
             self.chunk_vectors.drop(node_id)
         for other in self.adjacency.pop(node_id, {}):
@@ -218,11 +226,18 @@ class GraphStructure:
     def set_members(self, summary: str, members: Iterable[str]) -> None:
         new = set(members)
         for old in self.members.pop(summary, set()) - new:
-            self.parents.get(old, set()).discard(summary)
+            held = self.parents.get(old)
+            if held is not None:
+                held.discard(summary)
+                if not held:
+                    del self.parents[old]
+            if old in self.nodes and not self.parents.get(old):
+                self.roots.add(old)
         if new:
             self.members[summary] = new
             for member in new:
                 self.parents.setdefault(member, set()).add(summary)
+                self.roots.discard(member)
 
     # --- memory-wide ---------------------------------------------------------------------
     def clear_derived(self) -> None:
@@ -237,4 +252,5 @@ class GraphStructure:
         self.labels_by_level.clear()
         self.members.clear()
         self.parents.clear()
+        self.roots = set(self.nodes)
         self.counters.clear()

@@ -174,9 +174,7 @@ def test_a_file_that_no_longer_matches_its_rows_is_rebuilt(
         assert _agreement(store, 0) >= 0.95
 
 
-def test_deleting_the_memory_removes_its_index_files(
-    tmp_path: Path, paragraphs: list[str]
-) -> None:
+def test_deleting_the_memory_removes_its_index_files(tmp_path: Path, paragraphs: list[str]) -> None:
     db = tmp_path / "m.db"
     with Memory.open(db, "m", settings=SETTINGS, embedder=EMBEDDER) as memory:
         _ingest(memory, paragraphs, "book")
