@@ -18,6 +18,7 @@ from cam_engine.cli.interrupts import end_process_if_interrupted, exit_interrupt
 from cam_engine.cli.manage import delete, memories
 from cam_engine.cli.mcp import mcp
 from cam_engine.cli.terminal import PrintableFormatter, printable
+from cam_engine.cli.transfer import export, import_command
 from cam_engine.errors import CamError
 
 
@@ -83,6 +84,8 @@ cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(memories)
 cli.add_command(delete)
+cli.add_command(export)
+cli.add_command(import_command)
 cli.add_command(bench)
 cli.add_command(browse)
 cli.add_command(eval_command)
