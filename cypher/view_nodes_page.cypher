@@ -4,7 +4,9 @@
 // params: $memory, $after, $limit
 MATCH (v:ViewNode {memory: $memory})
 WHERE v.id > $after
-WITH v ORDER BY v.id LIMIT $limit
+// Ordered by both properties of the (memory, id) constraint's index: the index gives
+// that order, so a page reads $limit nodes, not every node after $after.
+WITH v ORDER BY v.memory, v.id LIMIT $limit
 CALL (v) {
   OPTIONAL MATCH (v)-[r:COVERS|READ]->(c:Chunk)
   WITH r, c ORDER BY r.ord

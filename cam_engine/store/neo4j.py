@@ -756,11 +756,12 @@ class Neo4jStore:
 
     # --- moving a memory (cam export / import) ---------------------------------------------
     def nodes_page(self, after: str, limit: int, *, embeddings: bool = False) -> list[Node]:
+        # In the server's order, not re-sorted here: the next page starts after the last.
         rows = self._rows("nodes_page", after=after, limit=limit, embeddings=embeddings)
-        return sorted((_node(row) for row in rows), key=lambda n: n.id)
+        return [_node(row) for row in rows]
 
     def view_nodes_page(self, after: str, limit: int) -> list[ViewNode]:
-        nodes = [
+        return [
             ViewNode(
                 id=node_id,
                 view=view,
@@ -777,7 +778,6 @@ class Neo4jStore:
                 "view_nodes_page", after=after, limit=limit
             )
         ]
-        return sorted(nodes, key=lambda n: n.id)
 
     def counters(self) -> dict[str, int]:
         return {name: int(value) for name, value in self._rows("counters")}
