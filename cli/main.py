@@ -63,7 +63,8 @@ def cli(verbose: bool) -> None:
     extractive backend unless --summarizer openai is given. The same memory can hold
     ReadAgent, MemAgent and GAM views (cam ingest --view, cam ask --strategy); cam
     eval measures retrieval against BM25 and dense baselines on real data; cam mcp
-    serves a memory to agents over the Model Context Protocol.
+    serves a memory to agents over the Model Context Protocol; cam export and cam
+    import move a memory from one store to another (SQLite to Neo4j, or back).
     """
     handler = logging.StreamHandler()
     handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))

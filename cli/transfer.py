@@ -15,7 +15,7 @@ from cam_engine.transfer import TransferReport
 
 STORE_HELP = (
     "SQLite file, or a bolt:// or neo4j:// URI (default: $CAM_STORE, else $CAM_NEO4J_URI, "
-    "else ~/.local/share/cam/memory.db)."
+    "else $XDG_DATA_HOME/cam/memory.db when it is absolute, else ~/.local/share/cam/memory.db)."
 )
 
 

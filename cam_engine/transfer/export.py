@@ -84,7 +84,11 @@ def _open_for_writing(path: Path, *, gzipped: bool) -> Iterator[IO[str]]:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
         # mtime=0: the same memory exports to the same bytes.
-        binary = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)) if gzipped else raw
+        binary = (
+            cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0))
+            if gzipped
+            else raw
+        )
         with io.TextIOWrapper(binary, encoding="utf-8", newline="\n") as text:
             yield text
     finally:
