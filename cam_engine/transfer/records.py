@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from cam_engine.store.base import DocumentRecord
-from cam_engine.types import CHUNK, VIEW_KINDS, Edge, Node, Replica, ViewNode
+from cam_engine.types import CHUNK, SUMMARY, VIEW_KINDS, Edge, Node, Replica, ViewNode
 
 FORMAT = "cam-memory"
 VERSION = 1
@@ -209,6 +209,14 @@ def _number_or_none(obj: Mapping[str, Any], key: str, *, null: bool = True) -> f
     return value
 
 
+def _id(obj: Mapping[str, Any], key: str) -> str:
+    """An id: a string, not empty (a page of a memory starts after "")."""
+    value: str = field_of(obj, key, str)
+    if not value:
+        raise InvalidRecord(f"{key!r} must not be empty")
+    return value
+
+
 def _strings(obj: Mapping[str, Any], key: str) -> list[str]:
     values = field_of(obj, key, list)
     if not all(isinstance(v, str) for v in values):
@@ -244,7 +252,7 @@ def _vector(obj: Mapping[str, Any], dimensions: int | None) -> np.ndarray | None
 
 def _parse_document(obj: Mapping[str, Any], _: int | None) -> DocumentRecord:
     return DocumentRecord(
-        id=field_of(obj, "id", str),
+        id=_id(obj, "id"),
         source=field_of(obj, "source", str),
         sha256=field_of(obj, "sha256", str, null=True),
         chunks=field_of(obj, "chunks", int),
@@ -257,12 +265,14 @@ def _parse_document(obj: Mapping[str, Any], _: int | None) -> DocumentRecord:
 
 def _parse_node(obj: Mapping[str, Any], dimensions: int | None) -> Node:
     kind = field_of(obj, "kind", str)
+    if kind not in (CHUNK, SUMMARY):
+        raise InvalidRecord(f"'kind' must be {CHUNK!r} or {SUMMARY!r}")
     level = _level(obj)
     if (kind == CHUNK) != (level == 0):
         raise InvalidRecord(f"a {kind!r} node at level {level}: chunks are level 0, and only they")
     names = _strings(obj, "names") if kind == CHUNK else None
     return Node(
-        id=field_of(obj, "id", str),
+        id=_id(obj, "id"),
         level=level,
         kind=kind,
         text=field_of(obj, "text", str),
@@ -276,8 +286,8 @@ def _parse_node(obj: Mapping[str, Any], dimensions: int | None) -> Node:
 
 def _parse_edge(obj: Mapping[str, Any], _: int | None) -> Edge:
     return Edge(
-        src=field_of(obj, "src", str),
-        dst=field_of(obj, "dst", str),
+        src=_id(obj, "src"),
+        dst=_id(obj, "dst"),
         level=_level(obj),
         score=_number(obj, "score"),
         cosine=_number_or_none(obj, "cosine"),
@@ -287,8 +297,8 @@ def _parse_edge(obj: Mapping[str, Any], _: int | None) -> Edge:
 
 def _parse_replica(obj: Mapping[str, Any], _: int | None) -> Replica:
     return Replica(
-        id=field_of(obj, "id", str),
-        node_id=field_of(obj, "node_id", str),
+        id=_id(obj, "id"),
+        node_id=_id(obj, "node_id"),
         level=_level(obj),
         label=field_of(obj, "label", str),
         members=frozenset(_strings(obj, "members")),
@@ -296,7 +306,7 @@ def _parse_replica(obj: Mapping[str, Any], _: int | None) -> Replica:
 
 
 def _parse_members(obj: Mapping[str, Any], _: int | None) -> tuple[str, int, list[str]]:
-    return field_of(obj, "summary", str), _level(obj), _strings(obj, "members")
+    return _id(obj, "summary"), _level(obj), _strings(obj, "members")
 
 
 def _parse_view(obj: Mapping[str, Any], dimensions: int | None) -> ViewNode:
@@ -304,7 +314,7 @@ def _parse_view(obj: Mapping[str, Any], dimensions: int | None) -> ViewNode:
     if kind not in VIEW_KINDS:
         raise InvalidRecord(f"'kind' must be one of {', '.join(VIEW_KINDS)}")
     return ViewNode(
-        id=field_of(obj, "id", str),
+        id=_id(obj, "id"),
         view=field_of(obj, "view", str),
         kind=kind,
         group=field_of(obj, "group", str),

@@ -184,6 +184,11 @@ MALFORMED: dict[str, tuple[Callable[[list[str]], list[str]], str]] = {
         r"line \d+: node record: 'vector' holds 63 float32 values, not the header's 64",
     ),
     "bad base64": (edit("view_node", 5, vector="@@not base64@@"), r"'vector' is not base64"),
+    "an empty id": (edit("node", 3, id=""), r"node record: 'id' must not be empty"),
+    "an unknown node kind": (
+        edit("node", 100, kind="x) DETACH DELETE n //"),
+        r"node record: 'kind' must be 'chunk' or 'summary'",
+    ),
     "a missing field": (edit("edge", 3, score=None), r"edge record: 'score' must be a number"),
     "a truncated line": (
         lambda lines: [*lines[:-30], lines[-30][: len(lines[-30]) // 2]],
