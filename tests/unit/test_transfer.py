@@ -140,20 +140,20 @@ def rewrite(source: Path, target: Path, change: Callable[[list[str]], list[str]]
     return target
 
 
-def edit(kind: str, occurrence: int, **fields: object) -> Callable[[list[str]], list[str]]:
-    """Change some fields of the ``occurrence``-th record of ``kind``."""
+def edit(record_kind: str, occurrence: int, **fields: object) -> Callable[[list[str]], list[str]]:
+    """Change some fields of the ``occurrence``-th record of ``record_kind``."""
 
     def change(lines: list[str]) -> list[str]:
         seen = 0
         for i, line in enumerate(lines[1:], start=1):
             record = json.loads(line)
-            if record.get("record") == kind:
+            if record.get("record") == record_kind:
                 if seen == occurrence:
                     record.update(fields)
                     lines[i] = json.dumps(record) + "\n"
                     return lines
                 seen += 1
-        raise AssertionError(f"no {kind} record {occurrence}")
+        raise AssertionError(f"no {record_kind} record {occurrence}")
 
     return change
 
