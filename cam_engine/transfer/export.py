@@ -83,7 +83,7 @@ def _open_for_writing(path: Path, *, gzipped: bool) -> Iterator[IO[str]]:
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
-        # mtime=0: the same memory exports to the same bytes.
+        # mtime=0: no time in the gzip header (the header line says when it was exported).
         binary = (
             cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0))
             if gzipped

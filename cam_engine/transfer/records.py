@@ -351,10 +351,15 @@ def is_int(value: Any, low: int, high: int | None) -> bool:
     )
 
 
-def shown(value: Any) -> str:
+def shown(value: Any, limit: int = 60) -> str:
+    """A value from the file as an error quotes it: its repr, cut to ``limit``."""
     text = repr(value)
-    return text if len(text) <= 60 else text[:59] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def short(exc: BaseException) -> str:
-    return shown(" ".join(str(exc).split()))[1:-1] if str(exc) else type(exc).__name__
+    """An exception's message on one line, cut to 160 characters."""
+    text = " ".join(str(exc).split())
+    if not text:
+        return type(exc).__name__
+    return text if len(text) <= 160 else text[:159] + "…"
