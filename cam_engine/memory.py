@@ -40,6 +40,7 @@ from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
 from cam_engine.sources import API_OPTIONS, AllowedRoots, OptionNames
 from cam_engine.store.base import DocumentRecord, GraphStore, open_store
+from cam_engine.transfer import ExportFile, TransferReport, export_memory, import_memory
 from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -272,6 +273,38 @@ class Memory:
         with self.store.transaction():
             self.store.clear(keep_chunks=False)
         self.close()
+
+    # --- moving a memory to another store (cam_engine/transfer.py) ----------------------
+    def export(
+        self, path: str | Path, *, on_progress: ProgressCallback | None = None
+    ) -> TransferReport:
+        """Write this memory to a portable file (JSON Lines; gzip when ``path`` ends in
+        ``.gz``) that ``Memory.import_from`` reads into any store. Streams: memory use
+        does not grow with the memory. An existing file is not overwritten."""
+        return export_memory(self.store, Path(path), on_progress=on_progress)
+
+    @staticmethod
+    def import_from(
+        path: str | Path,
+        store: str | Path | None = None,
+        name: str | None = None,
+        *,
+        environment: Environment | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> TransferReport:
+        """Read an export file into ``store`` (default: as ``Memory.open``'s) as memory
+        ``name`` (default: the name it was exported under), which must not exist there.
+        The result answers questions as the exported memory did and takes further
+        ingests; a failed import (a malformed record, Ctrl-C) leaves nothing. No
+        embedder is loaded: the vectors come from the file."""
+        env = environment or Environment.from_env()
+        with ExportFile(Path(path)) as source:
+            target = validate_memory_name(name if name is not None else source.header.memory)
+            graph = open_store(store if store is not None else env.store, target, env)
+            try:
+                return import_memory(source, graph, on_progress=on_progress)
+            finally:
+                graph.close()
 
     def __enter__(self) -> Memory:
         return self

@@ -18,6 +18,7 @@ from cam_engine.cli.interrupts import end_process_if_interrupted, exit_interrupt
 from cam_engine.cli.manage import delete, memories
 from cam_engine.cli.mcp import mcp
 from cam_engine.cli.terminal import PrintableFormatter, printable
+from cam_engine.cli.transfer import export, import_command
 from cam_engine.errors import CamError
 
 
@@ -62,7 +63,8 @@ def cli(verbose: bool) -> None:
     extractive backend unless --summarizer openai is given. The same memory can hold
     ReadAgent, MemAgent and GAM views (cam ingest --view, cam ask --strategy); cam
     eval measures retrieval against BM25 and dense baselines on real data; cam mcp
-    serves a memory to agents over the Model Context Protocol.
+    serves a memory to agents over the Model Context Protocol; cam export and cam
+    import move a memory from one store to another (SQLite to Neo4j, or back).
     """
     handler = logging.StreamHandler()
     handler.setFormatter(PrintableFormatter("%(levelname)s %(name)s: %(message)s"))
@@ -83,6 +85,8 @@ cli.add_command(stats)
 cli.add_command(show)
 cli.add_command(memories)
 cli.add_command(delete)
+cli.add_command(export)
+cli.add_command(import_command)
 cli.add_command(bench)
 cli.add_command(browse)
 cli.add_command(eval_command)

@@ -265,7 +265,33 @@ class BuilderStore(RetrievalStore, Protocol):
         ...
 
 
-class GraphStore(BuilderStore, ViewStore, Protocol):
+class TransferStore(StoreBase, Protocol):
+    """What moving a whole memory to another store needs (``cam export`` / ``cam import``,
+    ``cam_engine.transfer``) beyond the other roles' verbs: the memory read page by page
+    in a stable order, and removed in steps of bounded size."""
+
+    def nodes_page(self, after: str, limit: int, *, embeddings: bool = False) -> list[Node]:
+        """At most ``limit`` nodes of any level whose ids sort after ``after`` ("" for
+        the first page), by id."""
+        ...
+
+    def view_nodes_page(self, after: str, limit: int) -> list[ViewNode]:
+        """At most ``limit`` view nodes of any view whose ids sort after ``after``, by id,
+        with their vectors and chunk links."""
+        ...
+
+    def counters(self) -> dict[str, int]:
+        """The memory's counters (label numbers per level, the generation)."""
+        ...
+
+    def drop_memory(self) -> None:
+        """Delete the whole memory, settings included, outside any transaction and in
+        steps of bounded size (Neo4j: a million chunks are not one transaction): what
+        removes an import that failed halfway. Any open transaction is an error."""
+        ...
+
+
+class GraphStore(BuilderStore, ViewStore, TransferStore, Protocol):
     """A whole store: every role, and its figures. SqliteStore and Neo4jStore are one."""
 
     def stats(self) -> dict[str, Any]: ...

@@ -763,6 +763,49 @@ class Neo4jStore:
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
+    # --- moving a memory (cam export / import) ---------------------------------------------
+    def nodes_page(self, after: str, limit: int, *, embeddings: bool = False) -> list[Node]:
+        # In the server's order, not re-sorted here: the next page starts after the last.
+        rows = self._rows("nodes_page", after=after, limit=limit, embeddings=embeddings)
+        return [_node(row) for row in rows]
+
+    def view_nodes_page(self, after: str, limit: int) -> list[ViewNode]:
+        return [
+            ViewNode(
+                id=node_id,
+                view=view,
+                kind=kind,
+                group=grp,
+                seq=int(seq),
+                doc_id=doc_id,
+                text=text,
+                props=json.loads(props),
+                embedding=None if blob is None else np.frombuffer(blob, dtype=np.float32),
+                chunk_ids=tuple(chunk_ids),
+            )
+            for node_id, view, kind, grp, seq, doc_id, text, props, blob, chunk_ids in self._rows(
+                "view_nodes_page", after=after, limit=limit
+            )
+        ]
+
+    def counters(self) -> dict[str, int]:
+        return {name: int(value) for name, value in self._rows("counters")}
+
+    def drop_memory(self) -> None:
+        if self._tx is not None:
+            raise StoreError("drop_memory() deletes in transactions of its own: none may be open")
+        import neo4j
+
+        self.query_calls["drop_memory"] += 1
+        try:
+            with self._driver.session(database=self._database) as session:
+                for statement in statements("drop_memory"):
+                    session.run(statement, {"memory": self._memory}).consume()
+        except _unavailable() as exc:
+            raise StoreUnavailableError(f"lost Neo4j at {self._uri}: {_first_line(exc)}") from exc
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as exc:
+            raise StoreError(f"Neo4j at {self._uri}: drop_memory: {_first_line(exc)}") from exc
+
     # --- reporting ------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         sizes = [

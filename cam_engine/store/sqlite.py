@@ -940,6 +940,58 @@ class SqliteStore:
         nodes = [n for n in self.view_nodes(view, kind) if wanted is None or n.group in wanted]
         return bm25_top_k([(n.id, n.text) for n in nodes], query, k)
 
+    # --- moving a memory (cam export / import) --------------------------------------------
+    def nodes_page(self, after: str, limit: int, *, embeddings: bool = False) -> list[Node]:
+        rows = self._q(
+            f"SELECT {self._node_columns(embeddings)} FROM nodes WHERE memory = ? AND id > ? "
+            "ORDER BY id LIMIT ?",
+            self._memory,
+            after,
+            limit,
+        )
+        return [self._node(r, embeddings) for r in rows]
+
+    def view_nodes_page(self, after: str, limit: int) -> list[ViewNode]:
+        rows = self._q(
+            "SELECT id, view, kind, grp, seq, doc_id, text, props, embedding FROM view_nodes "
+            "WHERE memory = ? AND id > ? ORDER BY id LIMIT ?",
+            self._memory,
+            after,
+            limit,
+        )
+        links: dict[str, list[str]] = {}
+        for src, chunk_id in self._q(
+            f"SELECT src, chunk_id FROM view_links WHERE memory = ? AND src IN {_IDS} "
+            "ORDER BY src, ord",
+            self._memory,
+            _ids(r[0] for r in rows),
+        ):
+            links.setdefault(src, []).append(chunk_id)
+        return [
+            ViewNode(
+                id=r[0],
+                view=r[1],
+                kind=r[2],
+                group=r[3],
+                seq=r[4],
+                doc_id=r[5],
+                text=r[6],
+                props=json.loads(r[7]),
+                embedding=None if r[8] is None else _vector(r[8]),
+                chunk_ids=tuple(links.get(r[0], ())),
+            )
+            for r in rows
+        ]
+
+    def counters(self) -> dict[str, int]:
+        return self._counters()
+
+    def drop_memory(self) -> None:
+        # One transaction: SQLite's journal is on disk, so its size does not grow the
+        # process's memory, and a crash leaves the memory whole or gone.
+        with self.transaction():
+            self.clear(keep_chunks=False)
+
     # --- reporting -----------------------------------------------------------------------
     def _counts(self, sql: str) -> dict[Any, int]:
         """{key: count} from a query of (key, count) rows over this memory (fixed SQL)."""
