@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.bench.ingest import _engine_seconds
+from cam_engine.bench.ingest import _engine_seconds, _phase_totals
 from cam_engine.bench.scale_data import (
     UNITS_PER_DOCUMENT,
     PerturbedEmbedder,
@@ -176,6 +176,11 @@ def _batch_figures(last: list[BatchReport]) -> dict[str, Any]:
             1000 * sum(_engine_seconds(r) for r in last) / max(1, chunks), 3
         ),
         "store_calls_per_batch": statistics.median(r.store_calls for r in last),
+        "phases_ms_per_chunk_last10": {
+            phase: round(1000 * seconds / max(1, chunks), 3)
+            for phase, seconds in _phase_totals(last).items()
+        },
+        "affected_nodes_last10": sum(level.affected_nodes for r in last for level in r.levels),
     }
 
 
