@@ -92,15 +92,19 @@ def group_roots(
     among the roots is the scale-free measure. A group left with one member then joins
     its most similar group (over the size cap if it must), so no top node is a copy.
     Groups are returned sorted by their first index.
+
+    With ``start`` and ``regroup`` False the groups are not merged at all: each root
+    not in one joins its best group with room (``_placed``), in time linear in the
+    groups. Merging pairs scores every group against every other, which at 60,000
+    roots (5,000 groups) cost seconds per batch and grew with the square of the roots.
     """
     n = len(vectors)
     if n <= 1:
         return [list(range(n))]
     rank = _ranks(docs, positions)
-    top = _Agglomeration(np.asarray(vectors, dtype=np.float64), docs, rank, alpha, start)
-    top.merge_pairs(groups, max_size)
-    top.place_singletons(max_size)
-    kept = top.groups()
+    if start and not regroup:
+        return _placed(np.asarray(vectors, dtype=np.float64), docs, rank, start, max_size, alpha)
+    kept = merged_groups(vectors, rank, docs, start, groups=groups, max_size=max_size, alpha=alpha)
     if start and regroup and len(kept) > max(groups, 1):
         # Start over only when that reaches the target: a top that no grouping brings
         # down to ``groups`` keeps its groups, instead of being regrouped by every
@@ -109,6 +113,91 @@ def group_roots(
         if len(fresh) <= max(groups, 1):
             return fresh
     return kept
+
+
+def merged_groups(
+    vectors: np.ndarray,
+    rank: Sequence[int],
+    docs: Sequence[str | None],
+    start: Sequence[Sequence[int]],
+    *,
+    groups: int,
+    max_size: int,
+    alpha: float,
+) -> list[list[int]]:
+    """The agglomeration of ``group_roots`` from ``start`` (and single roots), no
+    regrouping: mutually best pairs merged until ``groups`` remain, then singletons
+    placed. ``rank``: each root's place in its document's reading order."""
+    top = _Agglomeration(np.asarray(vectors, dtype=np.float64), docs, rank, alpha, start)
+    top.merge_pairs(groups, max_size)
+    top.place_singletons(max_size)
+    return top.groups()
+
+
+def _placed(
+    vectors: np.ndarray,
+    docs: Sequence[str | None],
+    rank: Sequence[int],
+    start: Sequence[Sequence[int]],
+    max_size: int,
+    alpha: float,
+) -> list[list[int]]:
+    """The ``start`` groups kept, each root in none placed in its best group with room
+    (``alpha * cosine(root, centroid) + (1 - alpha) * proximity``, proximity to the
+    group's nearest member in its document's reading order), or, when no group has
+    room, in a new group of such roots; then a group of one joins its best group, over
+    the cap if it must (no top node is a copy). Groups sorted by their first index."""
+    members = [[int(i) for i in g] for g in start if len(g)]
+    grouped = {i for g in members for i in g}
+    new = [i for i in range(len(vectors)) if i not in grouped]
+    sums = np.stack([vectors[g].sum(axis=0) for g in members]) if members else None
+    group_of = {i: row for row, g in enumerate(members) for i in g}
+    at_rank = {(docs[i], rank[i]): i for i in range(len(vectors)) if docs[i] is not None}
+    overflow: list[int] = []
+    units = _unit(sums) if sums is not None else None
+    sizes = np.array([len(g) for g in members], dtype=np.int64)
+    for i in new:
+        if sums is None or units is None:
+            overflow.append(i)
+            continue
+        score = alpha * (units @ _unit(vectors[i]))
+        near: dict[int, float] = {}  # group row -> proximity of its nearest member
+        for d in range(1, _REACH + 1):
+            for r in (rank[i] - d, rank[i] + d):
+                j = at_rank.get((docs[i], r))
+                if j is not None and j in group_of:
+                    near[group_of[j]] = max(near.get(group_of[j], 0.0), float(_PROXIMITY[d]))
+        for row, proximity in near.items():
+            score[row] += (1 - alpha) * proximity
+        score[sizes >= max_size] = -np.inf
+        row = int(np.argmax(score))
+        if not np.isfinite(score[row]):
+            overflow.append(i)
+            continue
+        members[row].append(i)
+        group_of[i] = row
+        sizes[row] += 1
+        sums[row] += vectors[i]
+        units[row] = _unit(sums[row])
+    for begin in range(0, len(overflow), max_size):
+        members.append(overflow[begin : begin + max_size])
+    return _without_singletons(members, vectors)
+
+
+def _without_singletons(members: list[list[int]], vectors: np.ndarray) -> list[list[int]]:
+    """Each group of one joined to the group whose centroid is most similar to it."""
+    singles = [g[0] for g in members if len(g) == 1]
+    kept = [g for g in members if len(g) > 1]
+    if not kept:
+        return (
+            sorted(([i] for i in singles), key=lambda g: g[0])
+            if len(singles) < 2
+            else [sorted(singles)]
+        )
+    centroids = _unit(np.stack([vectors[g].sum(axis=0) for g in kept]))
+    for i in singles:
+        kept[int(np.argmax(centroids @ _unit(vectors[i])))].append(i)
+    return sorted((sorted(g) for g in kept), key=lambda g: g[0])
 
 
 class _Agglomeration:

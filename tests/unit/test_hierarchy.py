@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cam_engine.graph.hierarchy import absorb_singletons, group_roots
+from cam_engine.graph.hierarchy import _ranks, absorb_singletons, group_roots, merged_groups
 
 
 def test_a_lone_replica_joins_its_strongest_neighbour_with_room() -> None:
@@ -177,8 +177,29 @@ def test_regrouping_from_the_last_groups_keeps_a_partition(n: int, cap: int, see
     )
     assert sorted(i for g in kept for i in g) == list(range(n))
     assert all(len(g) >= 2 for g in kept)
-    # Without a regrouping, groups only ever merge: each group before is in one after.
+    # Without a regrouping, a group before only ever gains roots: the new roots are
+    # placed, the groups before kept whole.
     assert all(any(set(g) <= set(h) for h in kept) for g in first)
+    assert len(kept) <= len(first) + 1  # two new roots: at most one new group
+
+
+def test_without_regroup_a_new_root_joins_the_most_similar_group_with_room() -> None:
+    # Groups {0, 1} (east) and {2, 3} (north); root 4 points north-east but nearer
+    # north: it joins {2, 3}. Root 5 points north too, but {2, 3, 4} is full (cap 3):
+    # it joins the east group, the best with room.
+    vectors = _unit([[1, 0], [1, 0.1], [0, 1], [0.1, 1], [0.4, 1], [0.05, 1]])
+    docs = ["a", "b", "c", "d", "e", "f"]
+    placed = group_roots(
+        vectors,
+        docs,
+        [0.0] * 6,
+        groups=2,
+        max_size=3,
+        alpha=0.7,
+        start=[[0, 1], [2, 3]],
+        regroup=False,
+    )
+    assert placed == [[0, 1, 5], [2, 3, 4]]
 
 
 @settings(max_examples=40, deadline=None)
@@ -202,7 +223,8 @@ def test_the_same_groups_as_merging_roots_one_by_one(
     order = rng.permutation(n).tolist()
     start = [order[i : i + 3] for i in range(0, min(3 * kept, n - 1), 3)]
     args = {"groups": target, "max_size": cap, "alpha": 0.7}
-    assert group_roots(vectors, docs, positions, **args, start=start, regroup=False) == (
+    rank = _ranks(docs, positions)
+    assert merged_groups(vectors, rank, docs, start, **args) == (
         _one_by_one(vectors, docs, positions, **args, start=start)
     )
     assert group_roots(vectors, docs, positions, **args) == _one_by_one(
