@@ -165,7 +165,9 @@ def run(
             emit(line)
             lines.append(line)
         if is_neo4j_uri(str(location)):
-            memory.delete()
+            # In transactions of bounded size: one transaction deleting a memory of
+            # this size exceeds the server's transaction memory.
+            memory.store.drop_memory()
     return lines
 
 

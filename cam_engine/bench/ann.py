@@ -1,0 +1,105 @@
+"""Exact search against the approximate index (``store/ann.py``) on vectors of real
+structure: time per question, recall@10, build, file size and load time.
+
+    python -m cam_engine.bench.ann --vectors 1000000
+
+The vectors are the shared data's real MiniLM vectors (``scale_data``), copied with
+seeded Gaussian noise (sigma 0.03 per dimension) up to ``--vectors``; the questions are
+the 100 real question vectors of ``scale_data``. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cam_engine.bench import shared_data_dir
+from cam_engine.bench.scale_data import SIGMA, read_pool, real_vectors
+from cam_engine.config import Settings
+from cam_engine.embed import load_embedder
+from cam_engine.embed.base import normalize_rows
+from cam_engine.store.ann import ApproximateIndex
+
+K = 10
+
+
+def copies(base: np.ndarray, count: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = np.empty((count, base.shape[1]), dtype=np.float32)
+    for start in range(0, count, 50_000):
+        rows = np.arange(start, min(count, start + 50_000))
+        noisy = base[rows % len(base)] + SIGMA * rng.standard_normal((len(rows), base.shape[1]))
+        out[rows] = normalize_rows(noisy)
+    return out
+
+
+def _ms(times: list[float], q: float) -> float:
+    return round(1000 * float(np.percentile(times, q)), 3)
+
+
+def run(count: int, vector_cache: Path | None) -> dict[str, object]:
+    settings = Settings()
+    pool = read_pool(shared_data_dir(), settings.chunk_tokens)
+    real = real_vectors(pool, load_embedder(settings.embed_model), vector_cache)
+    base, queries = real[: len(pool.units)], real[len(pool.units) :]
+    vectors = copies(base, count)
+    exact_times, exact = [], []
+    for q in queries:
+        start = time.perf_counter()
+        scores = vectors @ q
+        top = np.argpartition(-scores, K)[:K]
+        exact_times.append(time.perf_counter() - start)
+        exact.append(set(top.tolist()))
+    index = ApproximateIndex(vectors.shape[1])
+    start = time.perf_counter()
+    index.put(np.arange(count), vectors)
+    build_s = time.perf_counter() - start
+    ann_times, recall = [], []
+    for q, truth in zip(queries, exact, strict=True):
+        start = time.perf_counter()
+        hits = index.search(q[None, :], K)[0]
+        ann_times.append(time.perf_counter() - start)
+        recall.append(len({key for key, _ in hits} & truth) / K)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "index.usearch"
+        index.save(path)
+        size_mb = path.stat().st_size / 2**20
+        start = time.perf_counter()
+        ApproximateIndex.load(path, vectors.shape[1])
+        load_s = time.perf_counter() - start
+    return {
+        "vectors": count,
+        "cores": os.cpu_count(),
+        "exact_p50_ms": _ms(exact_times, 50),
+        "exact_p95_ms": _ms(exact_times, 95),
+        "ann_p50_ms": _ms(ann_times, 50),
+        "ann_p95_ms": _ms(ann_times, 95),
+        "ann_recall_at_10": round(float(np.mean(recall)), 4),
+        "build_s": round(build_s, 1),
+        "file_mb": round(size_mb, 1),
+        "load_s": round(load_s, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument(
+        "--vector-cache",
+        type=Path,
+        default=Path.home() / ".cache" / "cam-engine" / "scale-vectors.npz",
+    )
+    args = parser.parse_args(argv)
+    args.vector_cache.parent.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(run(args.vectors, args.vector_cache)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
