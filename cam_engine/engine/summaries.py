@@ -222,8 +222,15 @@ class SummaryWriter:
             return
         level = max(n.level for n in roots)
         regroup = len(roots) <= REGROUP_ROOTS
+        # The previous batch's covering levels, bottom up: the i-th covering level
+        # starts from the i-th old one, even when the levels below moved it up or down
+        # (a level started from nothing regroups every root from scratch).
+        old_levels = sorted({at for at, _ in old})
+        step = 0
         while len(roots) > 1 and (len(roots) > TOP_SIZE or any(n.level != level for n in roots)):
             level += 1
+            was = old_levels[step] if step < len(old_levels) else None
+            step += 1
             if len(roots) <= TOP_SIZE:
                 # Roots of several levels that already fit the top: one node covers
                 # them. Grouped in pairs, the top would hold more nodes than the
@@ -235,7 +242,7 @@ class SummaryWriter:
             before = sorted(
                 sorted(index[m] for m in members if m in index)
                 for (at, members) in old
-                if at == level
+                if at == was
             )
             target = max(TOP_SIZE, math.ceil(len(roots) / s.max_cluster_size))
             groups = group_roots(
