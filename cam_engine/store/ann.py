@@ -134,13 +134,10 @@ class ApproximateIndex:
         if not len(self._index) or k < 1:
             return [[] for _ in range(len(queries))]
         matches = self._index.search(queries, min(k, len(self._index)))
-        keys = np.atleast_2d(matches.keys)
-        distances = np.atleast_2d(matches.distances)
-        counts = np.atleast_1d(getattr(matches, "counts", [keys.shape[1]]))
+        keys = np.atleast_2d(matches.keys).tolist()
+        similarity = (1.0 - np.atleast_2d(matches.distances)).tolist()
+        counts = np.atleast_1d(getattr(matches, "counts", [len(keys[0])])).tolist()
         return [
-            [
-                (int(key), 1.0 - float(d))
-                for key, d in zip(keys[row][:n], distances[row][:n], strict=True)
-            ]
+            list(zip(keys[row][:n], similarity[row][:n], strict=True))
             for row, n in enumerate(counts)
         ]

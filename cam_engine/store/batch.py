@@ -285,8 +285,10 @@ class BatchStore:
             for n in self._change.nodes.values()
             if n.level == 0 and n.embedding is not None
         }
+        # A chunk this batch deleted may still be among the store's hits: ask for room.
+        # One it wrote is searched in ``mine`` with its new vector, not the stored one.
         skip = self.deleted | set(written)
-        stored = self._call(lambda: self._store.nearest(0, queries, k + len(skip)))
+        stored = self._call(lambda: self._store.nearest(0, queries, k + len(self.deleted)))
         mine = VectorMatrix(written).top_k(queries, k)
         return [
             sorted(

@@ -98,10 +98,17 @@ class SqliteVectors:
             return self._scope(sorted(among)).top_k(queries, k)
         keys = found.index.search(queries, k + RERANK_EXTRA)
         rows = self._rows_by_rowid({key for hits in keys for key, _ in hits})
+        if not rows:
+            return [[] for _ in range(len(queries))]
+        # Scored again in single precision from the rows (the index keeps halves): one
+        # product of the questions with every candidate, then each question's own.
+        order = list(rows)
+        column = {key: i for i, key in enumerate(order)}
+        exact = queries @ np.stack([rows[key][1] for key in order]).T
         results = []
-        for query, hits in zip(queries, keys, strict=True):
-            # Scored again in single precision from the rows: the index keeps halves.
-            scored = [(rows[key][0], float(query @ rows[key][1])) for key, _ in hits if key in rows]
+        for row, hits in enumerate(keys):
+            mine = [column[key] for key, _ in hits if key in column]
+            scored = [(rows[order[c]][0], float(exact[row, c])) for c in mine]
             scored.sort(key=lambda h: (-h[1], h[0]))
             results.append(scored[:k])
         return results
