@@ -132,6 +132,7 @@ class BatchStore:
         self._change = GraphChange(structure.generation)
         self._read: dict[str, Node] = {}  # nodes read or written this batch (text, vector)
         self.deleted: set[str] = set()  # nodes this batch deleted
+        self._deleted_chunks: set[str] = set()  # those of them at level 0
         self._deleted_as: dict[str, _Deleted] = {}  # stored nodes as this batch deleted them
         self._regrouped: set[str] = set()  # summaries whose members this batch changed
 
@@ -288,7 +289,7 @@ class BatchStore:
         # A chunk this batch deleted may still be among the store's hits: ask for room.
         # One it wrote is searched in ``mine`` with its new vector, not the stored one.
         skip = self.deleted | set(written)
-        stored = self._call(lambda: self._store.nearest(0, queries, k + len(self.deleted)))
+        stored = self._call(lambda: self._store.nearest(0, queries, k + len(self._deleted_chunks)))
         mine = VectorMatrix(written).top_k(queries, k)
         return [
             sorted(
@@ -318,6 +319,9 @@ class BatchStore:
 
     def delete_nodes(self, ids: Iterable[str]) -> None:
         gone = set(ids)
+        self._deleted_chunks |= {
+            i for i in gone if i in self._s.nodes and self._s.nodes[i].level == 0
+        }
         for node_id in gone:  # all noted first: the links among them are stored ones
             self._note_deleted(node_id)
         for node_id in gone:
