@@ -264,6 +264,22 @@ def _invariant_check() -> Callable[[GraphStore], None] | None:
     return check
 
 
+def invariants_of(store: str, memory: str) -> tuple[bool | None, str]:
+    """Whether tests/invariants.py holds on the memory (None: not importable here),
+    and what broke when it does not."""
+    check = _invariant_check()
+    if check is None:
+        return None, ""
+    opened = open_store(store, memory, create=False)
+    try:
+        check(opened)
+        return True, ""
+    except AssertionError as exc:
+        return False, str(exc)
+    finally:
+        opened.close()
+
+
 # --- one point -------------------------------------------------------------------------------
 
 
@@ -387,17 +403,9 @@ def resume(
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
     lost, extra = row_diff(reference.rows, got)
-    invariants: bool | None = None
-    check = _invariant_check()
-    if check is not None:
-        opened = open_store(store, memory, create=False)
-        try:
-            check(opened)
-            invariants = True
-        except AssertionError as exc:
-            invariants, note = False, f"{note} invariants: {exc}".strip()
-        finally:
-            opened.close()
+    invariants, broken = invariants_of(store, memory)
+    if broken:
+        note = f"{note} invariants: {broken}".strip()
     return PointResult(
         point=label,
         killed=killed,
@@ -529,6 +537,9 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
         copy_s = time.perf_counter() - start
         settings = stored_settings(clean, base.memory)
         reference = clean_ingest(book, str(clean), base.memory)
+        # A base built elsewhere may break an invariant before any crash: the clean
+        # memory's verdict is what each resumed one's is compared with.
+        clean_invariants = invariants_of(str(clean), base.memory)
         remove_copy(clean)
         points = spread_points(count, reference.batches, reference.seconds)
         results = []
@@ -546,6 +557,8 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
         "chunk_tokens": settings.get("chunk_tokens"),
         "embed_model": settings.get("embed_model"),
         "copy_s": round(copy_s, 2),
+        "clean_invariants": clean_invariants[0],
+        "clean_invariants_broken": clean_invariants[1],
         "results": [asdict(r) for r in results],
     }
     return summary

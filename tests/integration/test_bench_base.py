@@ -83,6 +83,7 @@ def test_crashes_into_copies_of_a_base_resume_to_the_clean_memory(base: BaseMemo
     assert summary["killed_mid_ingest"] == summary["points"] == 2
     assert summary["identical"] == summary["stats_equal"] == summary["invariants_ok"] == 2
     assert summary["resume_failed"] == 0 and summary["not_identical"] == []
+    assert summary["clean_invariants"] is True
     assert digest(base.path.parent) == before  # the base itself is never written
 
 
