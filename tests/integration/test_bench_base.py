@@ -56,9 +56,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BaseMemory]:
     yield BaseMemory(path, MEMORY)
 
 
-def test_a_copy_holds_the_database_and_its_vector_indexes(
-    base: BaseMemory, tmp_path: Path
-) -> None:
+def test_a_copy_holds_the_database_and_its_vector_indexes(base: BaseMemory, tmp_path: Path) -> None:
     copy = base.copy_into(tmp_path / "copy")
     assert copy == tmp_path / "copy" / "scale.db"
     assert digest(Path(f"{copy}.vectors")) == digest(Path(f"{base.path}.vectors"))
