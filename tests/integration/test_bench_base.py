@@ -11,6 +11,7 @@ must use.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,3 +105,22 @@ def test_mcp_load_serves_a_copy_of_a_base(base: BaseMemory, tmp_path: Path) -> N
     assert figures["chunks_after"] == figures["base_chunks"] + figures["ingest_chunks_added"]
     assert figures["documents_after"] > 1
     assert digest(base.path.parent) == before
+
+
+def test_the_compact_rows_tell_what_the_full_rows_tell(base: BaseMemory, tmp_path: Path) -> None:
+    """Digests, not texts and vectors, yet a node changed in any column, and an edge,
+    counts as lost and extra, as with the full rows."""
+    copy = base.copy_into(tmp_path / "copy")
+    before = crash.read_rows(str(copy), MEMORY)
+    assert all(len(row) == 3 for row in before["nodes"])  # (id, level, digest)
+    with sqlite3.connect(copy) as conn:
+        conn.execute("UPDATE nodes SET text = text || '.' WHERE id = (SELECT MIN(id) FROM nodes)")
+        conn.execute(
+            "UPDATE nodes SET embedding = zeroblob(length(embedding)) WHERE id = "
+            "(SELECT MAX(id) FROM nodes WHERE level = 0)"
+        )
+        conn.execute(
+            "UPDATE edges SET score = score / 2 WHERE rowid = (SELECT MIN(rowid) FROM edges)"
+        )
+    lost, extra = crash.row_diff(before, crash.read_rows(str(copy), MEMORY))
+    assert lost == extra == {"nodes": 2, "edges": 1}
