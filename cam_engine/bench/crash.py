@@ -536,6 +536,7 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
         clean = base.copy_into(folder / "clean")
         copy_s = time.perf_counter() - start
         settings = stored_settings(clean, base.memory)
+        base_documents = _stored_chunks(str(clean), base.memory)
         reference = clean_ingest(book, str(clean), base.memory)
         # A base built elsewhere may break an invariant before any crash: the clean
         # memory's verdict is what each resumed one's is compared with.
@@ -547,6 +548,8 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
             copy = base.copy_into(folder / f"point{i}")
             result = run_point(book, str(copy), base.memory, point, reference)
             remove_copy(copy)
+            stored = result.stored_at_failure.items()  # the book's, not the base's thousands
+            result.stored_at_failure = {k: n for k, n in stored if k not in base_documents}
             logger.info("%s", json.dumps(asdict(result)))
             results.append(result)
     summary = summarize(results, "sqlite", book, reference)
