@@ -686,7 +686,10 @@ class SqliteStore:
     def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]:
         rows = self._q(
             "SELECT id, node_id, level, label, members FROM replicas "
-            f"WHERE memory = ? AND node_id IN {_IDS} ORDER BY id",
+            # +id: sorted after the look-up. A plain ORDER BY id has SQLite walk the
+            # primary key over every replica of the memory to skip the sort: 150-190 ms
+            # at 10^5 replicas, against 0.3 ms through replicas_by_node.
+            f"WHERE memory = ? AND node_id IN {_IDS} ORDER BY +id",
             self._memory,
             _ids(node_ids),
         )
@@ -707,7 +710,7 @@ class SqliteStore:
     def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
         rows = self._q(
             "SELECT id, node_id, level, label, members FROM replicas "
-            f"WHERE memory = ? AND label IN {_IDS} ORDER BY id",
+            f"WHERE memory = ? AND label IN {_IDS} ORDER BY +id",  # +id: see replicas_of
             self._memory,
             _ids(labels),
         )
