@@ -964,9 +964,11 @@ class SqliteStore:
             "GROUP BY level, size ORDER BY level, size",
             m,
         )
+        # GROUP BY +node_id: through replicas_by_level, only level 0's rows are read (by
+        # node_id, SQLite walked every replica: 290 ms against 91 ms at 10^5 chunks).
         in_two = self._q(
             "SELECT COUNT(*) FROM (SELECT node_id FROM replicas WHERE memory = ? AND level = 0 "
-            "GROUP BY node_id HAVING COUNT(DISTINCT label) >= 2)",
+            "GROUP BY +node_id HAVING COUNT(DISTINCT label) >= 2)",
             m,
         )[0][0]
         documents = self._q("SELECT COUNT(*) FROM documents WHERE memory = ?", m)[0][0]
