@@ -3,6 +3,7 @@ compare the memory row by row with a clean ingest of the same book.
 
     python -m cam_engine.bench.crash --points 50                   # SQLite
     python -m cam_engine.bench.crash --points 10 --store neo4j     # a private Neo4j
+    python -m cam_engine.bench.crash --points 4 --base big.db      # into copies of a memory
 
 Each point is one fresh memory: ``cam ingest`` runs in a subprocess with a fault knob
 (cam_engine/faults.py) and dies by SIGKILL at a named checkpoint's Nth hit
@@ -19,6 +20,9 @@ generation (committed batch writes): a killed batch never committed and a resume
 batch whose chunks are all stored writes nothing, so it too must match. When run from
 a checkout, tests/invariants.py's ``check_memory`` runs on each resumed memory.
 
+With ``--base`` every run (the clean one and each point) ingests the book into a fresh
+copy of that SQLite memory (bench/base_memory.py) with the memory's stored settings.
+
 It prints one JSON line (docs/reliability.md has the figures); ``--out`` also writes
 every point's result.
 """
@@ -26,6 +30,7 @@ every point's result.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import logging
@@ -47,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from cam_engine.bench import print_figures, shared_data_dir
+from cam_engine.bench.base_memory import BaseMemory, remove_copy, stored_settings
 from cam_engine.bench.neo4j_private import PrivateNeo4j
 from cam_engine.bench.tcp_cut import CuttableProxy
 from cam_engine.config import Settings
@@ -65,7 +71,7 @@ TARGETS = (INGEST, SERVER, DROP, REPLY)
 DEFAULT_BOOK = shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
 KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
 
-Rows = dict[str, set[tuple[Any, ...]]]
+Rows = dict[str, set[Any]]  # by kind: rows as tuples, or their digests
 
 
 @dataclass(frozen=True)
@@ -77,17 +83,16 @@ class Book:
     chunk_tokens: int = 200
     theta: float = 0.3  # the hashing embedder's vectors need a lower edge threshold
     embed_model: str = "hashing:64"
+    # Into a memory that exists (--base): its stored settings and model apply, not these.
+    stored_settings: bool = False
 
     def ingest_args(self, store: str, memory: str) -> list[str]:
+        args = ["ingest", str(self.path), "--store", store, "--memory", memory]
+        args += ["--batch-size", str(self.batch_size)]
+        if self.stored_settings:
+            return args
         return [
-            "ingest",
-            str(self.path),
-            "--store",
-            store,
-            "--memory",
-            memory,
-            "--batch-size",
-            str(self.batch_size),
+            *args,
             "--chunk-tokens",
             str(self.chunk_tokens),
             "--theta",
@@ -186,37 +191,44 @@ def batches_of(output: str) -> int:
 # --- a memory row by row ---------------------------------------------------------------------
 
 
-def memory_rows(store: GraphStore) -> Rows:
-    """Every row of a memory as hashable tuples, by kind (vectors and scores rounded)."""
+def _digest(row: tuple[Any, ...]) -> bytes:
+    """A row's 16-byte digest (``memory_rows``' compact form)."""
+    return hashlib.blake2b(repr(row).encode(), digest_size=16).digest()
+
+
+def _node_rows(store: GraphStore, compact: bool) -> Iterator[tuple[Any, ...]]:
+    """Each node as (id, level, kind, text, document, position, properties, vector
+    rounded), or with ``compact`` as (id, level, digest of the rest); read level by
+    level as the store streams them."""
+    for level in store.levels():
+        for n in store.nodes_at_level(level, embeddings=True):
+            vector = None
+            if n.embedding is not None:
+                vector = np.round(np.asarray(n.embedding, dtype=np.float64), 5).tobytes()
+            position = None if n.position is None else round(float(n.position), 6)
+            props = json.dumps(n.props, sort_keys=True, default=str)
+            rest = (n.kind, n.text, n.doc_id, position, props, vector)
+            yield (n.id, n.level, _digest(rest)) if compact else (n.id, n.level, *rest)
+
+
+def memory_rows(store: GraphStore, *, compact: bool = False) -> Rows:
+    """Every row of a memory as hashable tuples, by kind (vectors and scores rounded).
+    With ``compact``, nodes are (id, level, digest of the rest) and edges, replicas and
+    memberships digests: a memory of 10^5 chunks then takes tens of MB, not GBs."""
     rows = store.read_structure()
-    full = store.get_nodes([n.id for n in rows.nodes], embeddings=True)
+    rows.nodes = []  # read again level by level, with the vectors
 
-    def vector(node_id: str) -> bytes | None:
-        v = full[node_id].embedding if node_id in full else None
-        return None if v is None else np.round(np.asarray(v, dtype=np.float64), 5).tobytes()
-
-    def position(p: float | None) -> float | None:
-        return None if p is None else round(float(p), 6)
+    def kept(row: tuple[Any, ...]) -> Any:
+        return _digest(row) if compact else row
 
     return {
-        "nodes": {
-            (
-                n.id,
-                n.level,
-                n.kind,
-                n.text,
-                n.doc_id,
-                position(n.position),
-                json.dumps(n.props, sort_keys=True, default=str),
-                vector(n.id),
-            )
-            for n in rows.nodes
-        },
-        "edges": {(a, b, round(score, 6)) for a, b, score in rows.edges},
+        "nodes": set(_node_rows(store, compact)),
+        "edges": {kept((a, b, round(score, 6))) for a, b, score in rows.edges},
         "replicas": {
-            (r.id, r.node_id, r.level, r.label, tuple(sorted(r.members))) for r in rows.replicas
+            kept((r.id, r.node_id, r.level, r.label, tuple(sorted(r.members))))
+            for r in rows.replicas
         },
-        "memberships": set(rows.members),
+        "memberships": {kept(m) for m in rows.members},
         "documents": {(d.id, d.source, d.sha256, d.chunks, d.total) for d in rows.documents},
         "counters": set(rows.counters.items()),
         "settings": {(k, json.dumps(v, sort_keys=True)) for k, v in (rows.settings or {}).items()},
@@ -226,7 +238,7 @@ def memory_rows(store: GraphStore) -> Rows:
 def read_rows(location: str, memory: str) -> Rows:
     store = open_store(location, memory, create=False)
     try:
-        return memory_rows(store)
+        return memory_rows(store, compact=True)
     finally:
         store.close()
 
@@ -250,6 +262,22 @@ def _invariant_check() -> Callable[[GraphStore], None] | None:
         check_memory(store, max_cluster_size=size)
 
     return check
+
+
+def invariants_of(store: str, memory: str) -> tuple[bool | None, str]:
+    """Whether tests/invariants.py holds on the memory (None: not importable here),
+    and what broke when it does not."""
+    check = _invariant_check()
+    if check is None:
+        return None, ""
+    opened = open_store(store, memory, create=False)
+    try:
+        check(opened)
+        return True, ""
+    except AssertionError as exc:
+        return False, str(exc)
+    finally:
+        opened.close()
 
 
 # --- one point -------------------------------------------------------------------------------
@@ -375,17 +403,9 @@ def resume(
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
     lost, extra = row_diff(reference.rows, got)
-    invariants: bool | None = None
-    check = _invariant_check()
-    if check is not None:
-        opened = open_store(store, memory, create=False)
-        try:
-            check(opened)
-            invariants = True
-        except AssertionError as exc:
-            invariants, note = False, f"{note} invariants: {exc}".strip()
-        finally:
-            opened.close()
+    invariants, broken = invariants_of(store, memory)
+    if broken:
+        note = f"{note} invariants: {broken}".strip()
     return PointResult(
         point=label,
         killed=killed,
@@ -507,6 +527,46 @@ def sweep(book: Book, kind: str, count: int, *, kill: str = "all") -> dict[str, 
     return summary
 
 
+def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
+    """The SQLite sweep into copies of ``base``: the clean ingest and each point start
+    from a fresh copy (``book.stored_settings``: the memory's own settings apply)."""
+    with tempfile.TemporaryDirectory(prefix="cam-crash-") as tmp:
+        folder = Path(tmp)
+        start = time.perf_counter()
+        clean = base.copy_into(folder / "clean")
+        copy_s = time.perf_counter() - start
+        settings = stored_settings(clean, base.memory)
+        base_documents = _stored_chunks(str(clean), base.memory)
+        reference = clean_ingest(book, str(clean), base.memory)
+        # A base built elsewhere may break an invariant before any crash: the clean
+        # memory's verdict is what each resumed one's is compared with.
+        clean_invariants = invariants_of(str(clean), base.memory)
+        remove_copy(clean)
+        points = spread_points(count, reference.batches, reference.seconds)
+        results = []
+        for i, point in enumerate(points):
+            copy = base.copy_into(folder / f"point{i}")
+            result = run_point(book, str(copy), base.memory, point, reference)
+            remove_copy(copy)
+            stored = result.stored_at_failure.items()  # the book's, not the base's thousands
+            result.stored_at_failure = {k: n for k, n in stored if k not in base_documents}
+            logger.info("%s", json.dumps(asdict(result)))
+            results.append(result)
+    summary = summarize(results, "sqlite", book, reference)
+    summary |= {
+        "base": str(base.path),
+        "memory": base.memory,
+        "base_chunks": settings["chunks"],
+        "chunk_tokens": settings.get("chunk_tokens"),
+        "embed_model": settings.get("embed_model"),
+        "copy_s": round(copy_s, 2),
+        "clean_invariants": clean_invariants[0],
+        "clean_invariants_broken": clean_invariants[1],
+        "results": [asdict(r) for r in results],
+    }
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cam_engine.bench.crash", description=__doc__)
     parser.add_argument("--points", type=int, default=50, help="kill points (default 50)")
@@ -524,14 +584,38 @@ def main(argv: list[str] | None = None) -> int:
             "(process)"
         ),
     )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help=(
+            "sqlite: a SQLite memory to start from: each run ingests the book into a fresh "
+            "copy of it (its file, -wal, -shm and .vectors folder), with the memory's stored "
+            "settings and model (--chunk-tokens is not used)"
+        ),
+    )
+    parser.add_argument("--memory", default="scale", help="the --base's memory (default scale)")
     parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log each point")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
     if args.points < 1 or not args.book.is_file():
         parser.error("need --points >= 1 and an existing --book")
-    book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
-    summary = sweep(book, args.store, args.points, kill=args.kill)
+    if args.base is not None and args.store != "sqlite":
+        parser.error("--base is a SQLite memory: it needs --store sqlite")
+    book = Book(
+        args.book.resolve(),
+        args.batch_size,
+        args.chunk_tokens,
+        stored_settings=args.base is not None,
+    )
+    try:
+        if args.base is not None:
+            summary = sweep_base(book, BaseMemory(args.base.resolve(), args.memory), args.points)
+        else:
+            summary = sweep(book, args.store, args.points, kill=args.kill)
+    except CamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     results = summary.pop("results")
     print_figures(summary, args.out, {"results": results})
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]

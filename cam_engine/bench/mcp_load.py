@@ -1,14 +1,17 @@
 """MCP load benchmark: clients asking through ``cam mcp`` over HTTP while one ingests.
 
     python -m cam_engine.bench.mcp_load [--seconds 30] [--clients 8] [--embedder hashing]
+    python -m cam_engine.bench.mcp_load --base big.db [--memory scale]
 
 A book (Frankenstein by default) is ingested into a fresh SQLite memory in a temporary
-folder (``--cached-vectors`` keeps its vectors between runs, as in bench/mcp.py), then
-``cam mcp --http`` is started on it as a subprocess on loopback. One client sends a
-second book (Moby Dick by default) with ``ingest_text``, part after part (each part a
-document of its own, in batches of ``--batch-size``), while ``--clients`` others ask
-the questions of bench/mcp.py in a loop, each client its own MCP session, every fourth
-ask followed by ``stats``. After ``--seconds`` no new call starts; those in flight end.
+folder (``--cached-vectors`` keeps its vectors between runs, as in bench/mcp.py); or,
+with ``--base``, a copy of that SQLite memory (bench/base_memory.py) is served instead,
+with its own settings and model. Then ``cam mcp --http`` is started on it as a
+subprocess on loopback. One client sends a second book (Moby Dick by default) with
+``ingest_text``, part after part (each part a document of its own, in batches of
+``--batch-size``), while ``--clients`` others ask the questions of bench/mcp.py in a
+loop, each client its own MCP session, every fourth ask followed by ``stats``. After
+``--seconds`` no new call starts; those in flight end.
 
 What must hold ("half-written" counts each observation that breaks it):
 - every ``stats`` shows each document with all its chunks or a whole number of
@@ -51,6 +54,7 @@ from typing import Any
 import anyio
 
 from cam_engine.bench import print_figures, shared_data_dir
+from cam_engine.bench.base_memory import BaseMemory, stored_settings
 from cam_engine.bench.mcp import QUESTIONS
 from cam_engine.bench.stores import default_book, percentile
 from cam_engine.config import DEFAULT_EMBED_MODEL, Settings
@@ -58,6 +62,7 @@ from cam_engine.embed import load_embedder
 from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.errors import CamError, InputError
 from cam_engine.memory import Memory
+from cam_engine.types import Node
 
 MEMORY = "load"
 STATS_EVERY = 4  # asks between two stats calls of one client
@@ -116,13 +121,19 @@ def free_port() -> int:
 
 @contextmanager
 def serve_http(
-    store: Path, log: Path, *, readers: int | None, device: str | None, env: dict[str, str]
+    store: Path,
+    log: Path,
+    *,
+    readers: int | None,
+    device: str | None,
+    env: dict[str, str],
+    memory: str = MEMORY,
 ) -> Iterator[str]:
-    """``cam mcp --http`` on memory MEMORY of ``store`` in a subprocess, its stderr in
-    ``log``; yields its URL once it listens, and stops it afterwards."""
+    """``cam mcp --http`` on memory ``memory`` of ``store`` in a subprocess, its stderr
+    in ``log``; yields its URL once it listens, and stops it afterwards."""
     port = free_port()
     command = [sys.executable, "-m", "cam_engine.cli", "mcp", "--store", str(store)]
-    command += ["--memory", MEMORY, "--http", str(port)]
+    command += ["--memory", memory, "--http", str(port)]
     if readers is not None:
         command += ["--readers", str(readers)]
     if device:
@@ -360,7 +371,12 @@ async def drive(
     return time.perf_counter() - start
 
 
-def quoted_check(asks: Sequence[Ask], chunks: Sequence[Any]) -> list[str]:
+def quoted_chunks(asks: Sequence[Ask], memory: Memory) -> list[Node]:
+    """The chunks the answers quote, as stored now (only those: a memory may be large)."""
+    return list(memory.store.get_nodes({n["node_id"] for ask in asks for n in ask.quoted}).values())
+
+
+def quoted_check(asks: Sequence[Ask], chunks: Sequence[Node]) -> list[str]:
     """Every chunk quoted exists, with the document, position and text quoted."""
     stored = {c.id: (c.doc_id, c.position, c.text) for c in chunks}
     problems = []
@@ -383,6 +399,7 @@ class LoadOptions:
     cached_vectors: Path | None = None  # the seed book's vectors, kept between runs
     hold_batch: int | None = None  # hold the server's Nth batch uncommitted
     answers_while_held: int = 2  # answers each client has before the hold ends
+    base: BaseMemory | None = None  # serve a copy of this memory instead of seeding one
 
 
 def run(
@@ -393,14 +410,18 @@ def run(
         with tempfile.TemporaryDirectory(prefix="cam-bench-mcp-load-") as temporary:
             return run(book, ingest_book, options, Path(temporary))
     o = options
-    store = folder / "load.db"
-    seeded = seed(book, store, o.model, o.device, o.cached_vectors)
+    if o.base is not None:
+        store, memory_name, seeded = from_base(o.base, folder)
+    else:
+        store, memory_name = folder / "load.db", MEMORY
+        seeded = seed(book, store, o.model, o.device, o.cached_vectors)
     parts = parts_of(ingest_book.read_text(encoding="utf-8"), o.part_words, ingest_book.stem)
     hold = folder / "held" if o.hold_batch is not None else None
     load = Load(o.batch_size, expect_hold=hold is not None)
     log = folder / "server.log"
     env = server_env(hold, o.hold_batch)
-    with serve_http(store, log, readers=o.readers, device=o.device, env=env) as url:
+    served = serve_http(store, log, readers=o.readers, device=o.device, env=env, memory=memory_name)
+    with served as url:
         wall = anyio.run(
             lambda: drive(
                 url,
@@ -412,9 +433,9 @@ def run(
                 answers_while_held=o.answers_while_held,
             )
         )
-    with Memory.open(store, MEMORY, create=False) as memory:
+    with Memory.open(store, memory_name, create=False) as memory:
         stats = memory.stats()
-        load.violations += quoted_check(load.asks, memory.chunks())
+        load.violations += quoted_check(load.asks, quoted_chunks(load.asks, memory))
     tracebacks = log.read_text(errors="replace").count("Traceback")
     if tracebacks:
         load.errors.append(f"{tracebacks} traceback(s) in the server's log")
@@ -423,6 +444,25 @@ def run(
         if committed.get(load.held_document, 0) <= load.held_chunks:
             load.violations.append(f"the held batch of {load.held_document} never committed")
     return figures(load, wall, stats, o) | seeded
+
+
+def from_base(base: BaseMemory, folder: Path) -> tuple[Path, str, dict[str, Any]]:
+    """A copy of ``base`` in ``folder``: its path, its memory's name, and figures about
+    it (the model it was built with, its chunks, the seconds the copy took)."""
+    start = time.perf_counter()
+    store = base.copy_into(folder / "base")
+    copy_s = round(time.perf_counter() - start, 2)
+    settings = stored_settings(store, base.memory)
+    return (
+        store,
+        base.memory,
+        {
+            "base": str(base.path),
+            "base_chunks": settings["chunks"],
+            "embedder": settings.get("embed_model"),  # the memory's, not --embedder
+            "copy_s": copy_s,
+        },
+    )
 
 
 def figures(load: Load, wall: float, stats: dict[str, Any], o: LoadOptions) -> dict[str, Any]:
@@ -493,6 +533,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "had --answers-while-held answers",
     )
     parser.add_argument("--answers-while-held", type=int, default=2, help="[2]")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="serve a copy of this SQLite memory (file, -wal, -shm, .vectors) instead of "
+        "seeding --book; its stored settings and model apply (--embedder is not used)",
+    )
+    parser.add_argument("--memory", default="scale", help="the --base's memory [scale]")
     parser.add_argument("--out", type=Path, help="also write the JSON line to this file")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -508,6 +555,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cached_vectors=args.cached_vectors,
             hold_batch=args.hold_batch,
             answers_while_held=args.answers_while_held,
+            base=None if args.base is None else BaseMemory(args.base.resolve(), args.memory),
         )
         result = run(args.book, args.ingest_book, options)
     except CamError as exc:

@@ -249,3 +249,36 @@ def test_a_migration_another_process_applied_meanwhile_is_not_applied_again(
     assert migrations.migrate(conn) == []  # the other applied them all
     assert Racing.raced
     conn.close()
+
+
+def _plans(store: SqliteStore, read: Any) -> list[str]:
+    """SQLite's query plan of each statement ``read(store)`` runs."""
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        read(store)
+    finally:
+        store._conn.set_trace_callback(None)
+    plans = []
+    for sql in statements:
+        rows = sqlite3.connect(store.location).execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+        plans.append(" | ".join(row[3] for row in rows))
+    return plans
+
+
+@pytest.mark.parametrize(
+    ("read", "index"),
+    [
+        (lambda s: s.replicas_of(["c1"]), "replicas_by_node"),
+        (lambda s: s.replicas_with_labels(["0.1"]), "replicas_by_label"),
+        (lambda s: s.stats(), "replicas_by_level (memory=? AND level=?)"),
+    ],
+    ids=["replicas_of", "replicas_with_labels", "stats"],
+)
+def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: str) -> None:
+    """Not a walk over every replica of the memory (what an ORDER BY or GROUP BY on
+    another column made SQLite choose: 0.3 ms against 150-290 ms at 10^5 replicas)."""
+    store = SqliteStore(tmp_path / "m.db", "m")
+    plans = _plans(store, read)
+    assert any(index in plan for plan in plans), plans
+    assert not any("USING INDEX sqlite_autoindex_replicas_1 (memory=?)" in p for p in plans)
