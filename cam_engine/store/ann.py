@@ -75,6 +75,14 @@ class ApproximateIndex:
     def __len__(self) -> int:
         return len(self._index)
 
+    @property
+    def expansion_search(self) -> int:
+        return int(self._index.expansion_search)
+
+    @expansion_search.setter
+    def expansion_search(self, value: int) -> None:
+        self._index.expansion_search = value  # type: ignore[misc]  # it has a setter
+
     def keys(self) -> set[int]:
         return {int(k) for k in self._index.keys}
 
