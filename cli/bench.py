@@ -421,11 +421,18 @@ def bench_scale(
         )
     vector_cache.parent.mkdir(parents=True, exist_ok=True)
 
-    def emit(line: dict[str, Any]) -> None:
-        click.echo(json.dumps(line))
+    def append(line: dict[str, Any]) -> None:
         if out is not None:
             with out.open("a", encoding="utf-8") as file:
                 file.write(json.dumps(line) + "\n")
+
+    def emit(line: dict[str, Any]) -> None:
+        click.echo(json.dumps(line))
+        append(line)
+
+    def progress(point: dict[str, Any]) -> None:
+        click.echo(scale.describe_progress(point), err=True)
+        append(point)
 
     try:
         lines = scale.run(
@@ -436,6 +443,7 @@ def bench_scale(
             batch_size=batch_size,
             seed=seed,
             emit=emit,
+            progress=progress,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

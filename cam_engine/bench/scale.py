@@ -96,8 +96,14 @@ def run(
     batch_size: int = 64,
     seed: int = 0,
     emit: Callable[[dict[str, Any]], None] = lambda line: print(json.dumps(line), flush=True),
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    progress: Callable[[dict[str, Any]], None] = lambda point: print(
+        describe_progress(point), file=sys.stderr, flush=True
+    ),
 ) -> list[dict[str, Any]]:
+    """Grow the memory to ``chunks``; ``emit`` each decade's line (module docstring)
+    and ``progress`` a point every 100 batches: chunks, seconds, the engine's ms per
+    chunk over those batches and the RSS (``kind: progress``, what the cost curve is
+    drawn from)."""
     settings = Settings()
     pool = read_pool(shared_data, settings.chunk_tokens)
     model = load_embedder(settings.embed_model)
@@ -132,8 +138,14 @@ def run(
                 / max(1, sum(r.chunks_added for r in recent))
             )
             progress(
-                f"{added} chunks, {time.perf_counter() - started:.0f} s, "
-                f"engine {ms:.2f} ms per chunk (last 100 batches), rss {_status_mb('VmRSS')} MB"
+                {
+                    "kind": "progress",
+                    "store": "neo4j" if is_neo4j_uri(str(location)) else "sqlite",
+                    "chunks": added,
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "engine_ms_per_chunk_last100": round(ms, 3),
+                    "rss_mb": _status_mb("VmRSS"),
+                }
             )
 
     documents = copy_documents(pool, seed)
@@ -169,6 +181,14 @@ def run(
             # this size exceeds the server's transaction memory.
             memory.store.drop_memory()
     return lines
+
+
+def describe_progress(point: dict[str, Any]) -> str:
+    return (
+        f"{point['chunks']} chunks, {point['seconds']:.0f} s, engine "
+        f"{point['engine_ms_per_chunk_last100']:.2f} ms per chunk (last 100 batches), "
+        f"rss {point['rss_mb']} MB"
+    )
 
 
 def _batch_figures(last: list[BatchReport]) -> dict[str, Any]:

@@ -73,23 +73,30 @@ def heatmap(
 
 
 def scale_plot(lines: list[dict[str, Any]], path: Path) -> Path:
-    """``cam bench scale``'s cost curve: engine milliseconds per chunk (last 10 batches)
-    and the process's RSS against the memory's chunks, one line per store."""
+    """``cam bench scale``'s cost curve: the engine's milliseconds per chunk and the
+    process's RSS against the memory's chunks, one line per store: its progress points
+    (every 100 batches) as the curve, its decade lines (last 10 batches) as dots."""
     figure, (cost, memory) = plt.subplots(1, 2, figsize=(11, 4.2))
     for store in sorted({str(line["store"]) for line in lines}):
         mine = sorted((ln for ln in lines if ln["store"] == store), key=lambda ln: ln["chunks"])
-        chunks = [ln["chunks"] for ln in mine]
-        cost.plot(
-            chunks, [ln["engine_ms_per_chunk_last10"] for ln in mine], marker="o", label=store
-        )
-        memory.plot(chunks, [ln["rss_mb"] for ln in mine], marker="o", label=store)
-    for axes, label in ((cost, "engine ms per chunk (last 10 batches)"), (memory, "RSS (MB)")):
-        axes.set_xscale("log")
+        curve = [ln for ln in mine if ln.get("kind") == "progress"]
+        decades = [ln for ln in mine if ln.get("kind") != "progress"]
+        if curve:
+            chunks = [ln["chunks"] for ln in curve]
+            ms = [ln["engine_ms_per_chunk_last100"] for ln in curve]
+            cost.plot(chunks, ms, label=f"{store}, last 100 batches")
+            memory.plot(chunks, [ln["rss_mb"] for ln in curve], label=store)
+        if decades:
+            chunks = [ln["chunks"] for ln in decades]
+            ms = [ln["engine_ms_per_chunk_last10"] for ln in decades]
+            cost.plot(chunks, ms, "o", label=f"{store}, last 10 batches at a decade")
+            memory.plot(chunks, [ln["rss_mb"] for ln in decades], "o", label=f"{store}, decade")
+    for axes, label in ((cost, "engine ms per chunk"), (memory, "RSS (MB)")):
         axes.set_xlabel("chunks in the memory")
         axes.set_ylabel(label)
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
-        axes.legend()
+        axes.legend(fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=110)

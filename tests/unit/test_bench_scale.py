@@ -85,6 +85,14 @@ def test_the_pool_of_the_shared_data() -> None:
 
 def test_the_cost_curve_is_drawn(tmp_path: Path) -> None:
     lines = [
+        {
+            "store": "sqlite",
+            "kind": "progress",
+            "chunks": 6_400,
+            "seconds": 20.0,
+            "engine_ms_per_chunk_last100": 2.6,
+            "rss_mb": 300.0,
+        },
         {"store": "sqlite", "chunks": 10_000, "engine_ms_per_chunk_last10": 3.0, "rss_mb": 400.0},
         {"store": "sqlite", "chunks": 100_000, "engine_ms_per_chunk_last10": 3.5, "rss_mb": 900.0},
     ]
