@@ -27,11 +27,19 @@ import numpy as np
 
 CONNECTIVITY = 16  # HNSW's M: graph edges per vector
 EXPANSION_ADD = 128  # candidates weighed when a vector is inserted (efConstruction)
-# Candidates weighed per search (ef). On 10^5 vectors of real structure
-# (python -m cam_engine.bench.ann; docs/benchmarks.md, "Scale"), recall@10 against exact
-# search was 0.919 at 64, 0.969 at 128, 0.992 at 256 and 0.994 at 512, for a median of
-# 0.33, 0.61, 1.2 and 2.1 ms per question: 256 is the first past the 0.98 wanted.
+# Candidates weighed per search (ef), by the index's size. On vectors of real
+# structure (python -m cam_engine.bench.ann; docs/benchmarks.md, "Scale"), recall@10
+# against exact search at 10^5 vectors was 0.914 / 0.973 / 0.984 / 0.997 at ef 64 /
+# 128 / 256 / 512 (median 0.4 / 0.6 / 1.1 / 3.0 ms); at 10^6, 0.822 / 0.884 / 0.943 /
+# 0.980 / 0.990 at ef 128 / 256 / 512 / 1024 / 2048 (p95 1.2 / 1.9 / 3.2 / 6.9 / 11.3
+# ms). The first ef past 0.98 at each size.
 EXPANSION_SEARCH = 256
+EXPANSION_SEARCH_LARGE = 1024  # from LARGE_INDEX vectors on
+LARGE_INDEX = 300_000
+
+
+def expansion_for(size: int) -> int:
+    return EXPANSION_SEARCH_LARGE if size >= LARGE_INDEX else EXPANSION_SEARCH
 
 
 class ApproximateIndex:
@@ -53,6 +61,7 @@ class ApproximateIndex:
                 expansion_search=EXPANSION_SEARCH,
             )
         )
+        self._fixed_expansion = False  # set by the expansion_search setter (benchmarks)
         # (key, vector before the change or None): undone in reverse on rollback.
         self._journal: list[tuple[int, np.ndarray | None]] | None = None
 
@@ -81,6 +90,7 @@ class ApproximateIndex:
 
     @expansion_search.setter
     def expansion_search(self, value: int) -> None:
+        self._fixed_expansion = True
         self._index.expansion_search = value  # type: ignore[misc]  # it has a setter
 
     def keys(self) -> set[int]:
@@ -141,6 +151,9 @@ class ApproximateIndex:
         queries = np.atleast_2d(np.asarray(queries, dtype=np.float32))
         if not len(self._index) or k < 1:
             return [[] for _ in range(len(queries))]
+        wanted = expansion_for(len(self._index))
+        if not self._fixed_expansion and self._index.expansion_search != wanted:
+            self._index.expansion_search = wanted  # type: ignore[misc]  # it has a setter
         matches = self._index.search(queries, min(k, len(self._index)))
         keys = np.atleast_2d(matches.keys).tolist()
         similarity = (1.0 - np.atleast_2d(matches.distances)).tolist()
