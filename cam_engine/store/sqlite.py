@@ -938,21 +938,7 @@ class SqliteStore:
             group,
         ):
             links.setdefault(src, []).append(chunk_id)
-        return [
-            ViewNode(
-                id=r[0],
-                view=r[1],
-                kind=r[2],
-                group=r[3],
-                seq=r[4],
-                doc_id=r[5],
-                text=r[6],
-                props=json.loads(r[7]),
-                embedding=_vector(r[8]) if embeddings and r[8] is not None else None,
-                chunk_ids=tuple(links.get(r[0], ())),
-            )
-            for r in rows
-        ]
+        return [_view_node(r, links, embeddings) for r in rows]
 
     def delete_view_nodes(
         self, view: str, kind: str | None = None, group: str | None = None
@@ -1013,21 +999,7 @@ class SqliteStore:
             _ids(r[0] for r in rows),
         ):
             links.setdefault(src, []).append(chunk_id)
-        return [
-            ViewNode(
-                id=r[0],
-                view=r[1],
-                kind=r[2],
-                group=r[3],
-                seq=r[4],
-                doc_id=r[5],
-                text=r[6],
-                props=json.loads(r[7]),
-                embedding=None if r[8] is None else _vector(r[8]),
-                chunk_ids=tuple(links.get(r[0], ())),
-            )
-            for r in rows
-        ]
+        return [_view_node(r, links, embeddings=True) for r in rows]
 
     def counters(self) -> dict[str, int]:
         return self._counters()
@@ -1118,6 +1090,23 @@ class SqliteStore:
 
 def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _view_node(row: sqlite3.Row, links: Mapping[str, list[str]], embeddings: bool) -> ViewNode:
+    """A view node from its row (id, view, kind, grp, seq, doc_id, text, props,
+    embedding) and the chunks each view node links to, in order."""
+    return ViewNode(
+        id=row[0],
+        view=row[1],
+        kind=row[2],
+        group=row[3],
+        seq=row[4],
+        doc_id=row[5],
+        text=row[6],
+        props=json.loads(row[7]),
+        embedding=_vector(row[8]) if embeddings and row[8] is not None else None,
+        chunk_ids=tuple(links.get(row[0], ())),
+    )
 
 
 def _vector(blob: bytes) -> np.ndarray:
