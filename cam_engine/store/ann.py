@@ -13,9 +13,9 @@ SQLite file, cannot load into Python builds whose sqlite3 lacks extension loadin
 (this project's among them), and searches exactly.
 
 The index is keyed by integers (the SQLite store uses each node row's rowid) and is
-a cache of vectors the store holds: it can always be rebuilt from them. Every change
-inside a transaction is journaled (``begin`` / ``rollback`` / ``commit``), so a batch
-rolled back leaves the index as it was without a rebuild.
+a cache of vectors the store holds: it can always be rebuilt from them. Inserts run on
+one thread unless told otherwise: usearch's parallel inserts build a different graph
+on each run, and the store needs one graph for one history (sqlite_vectors.py).
 """
 
 from __future__ import annotations
@@ -62,8 +62,6 @@ class ApproximateIndex:
             )
         )
         self._fixed_expansion = False  # set by the expansion_search setter (benchmarks)
-        # (key, vector before the change or None): undone in reverse on rollback.
-        self._journal: list[tuple[int, np.ndarray | None]] | None = None
 
     @classmethod
     def load(cls, path: Path, dims: int) -> ApproximateIndex:
@@ -99,36 +97,22 @@ class ApproximateIndex:
     def __contains__(self, key: int) -> bool:
         return bool(self._index.contains(key))
 
-    # --- changes, journaled inside a transaction ----------------------------------------
-    def begin(self) -> None:
-        self._journal = []
-
-    def commit(self) -> None:
-        self._journal = None
-
-    def rollback(self) -> None:
-        journal, self._journal = self._journal, None
-        for key, before in reversed(journal or []):
-            self._set(key, before)
-
-    def put(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+    # --- changes -----------------------------------------------------------------------
+    def put(self, keys: np.ndarray, vectors: np.ndarray, *, threads: int = 1) -> None:
+        """Insert (or replace) ``keys``' vectors, in order, on ``threads`` threads (0: all
+        cores; anything but 1 makes the graph differ from run to run)."""
         keys = np.asarray(keys, dtype=np.uint64)
         vectors = np.asarray(vectors, dtype=np.float32)
-        if self._journal is not None:
-            self._journal.extend((int(k), self._vector(int(k))) for k in keys)
         present = [k for k in keys if self._index.contains(k)]
         if present:
             self._index.remove(np.asarray(present, dtype=np.uint64))
         if len(keys):
-            self._index.add(keys, vectors)
+            self._index.add(keys, vectors, threads=threads)
 
     def drop(self, keys: np.ndarray) -> None:
         keys = np.asarray([k for k in keys if self._index.contains(k)], dtype=np.uint64)
-        if not len(keys):
-            return
-        if self._journal is not None:
-            self._journal.extend((int(k), self._vector(int(k))) for k in keys)
-        self._index.remove(keys)
+        if len(keys):
+            self._index.remove(keys)
 
     def vector(self, key: int) -> np.ndarray | None:
         """The vector held under ``key`` (half precision, widened), or None."""
@@ -138,12 +122,6 @@ class ApproximateIndex:
         if not self._index.contains(key):
             return None
         return np.asarray(self._index.get(key, dtype="f32"), dtype=np.float32)
-
-    def _set(self, key: int, vector: np.ndarray | None) -> None:
-        if self._index.contains(key):
-            self._index.remove(key)
-        if vector is not None:
-            self._index.add(key, vector)
 
     # --- search -------------------------------------------------------------------------
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:

@@ -19,8 +19,19 @@ write transaction (``vector_log_pruned`` records how far, so a process whose ind
 older than the pruning reloads instead of missing changes).
 
 **Transactions.** Inside a write transaction the index takes the batch's changes as
-they are written (reads in the transaction see them, as SQLite's own reads do), each
-journaled: a rollback undoes them in memory, without a reload.
+they are written (reads in the transaction see them, as SQLite's own reads do). A
+rollback drops the level's index from memory: it is loaded again (file and log) when
+next searched.
+
+**One graph for one history.** An HNSW graph depends on the order its vectors came in
+and on the state of its random level generator, so the index held in memory is
+always the one a new process would load: the newest file, then the log replayed one
+change at a time in the order it was made (``_replay``), each change applied singly
+as it happens, the file loaded again after each save, the index loaded again after a
+rollback. An ingest resumed after a crash therefore searches the graph the
+uninterrupted ingest searched, finds the same neighbours, and builds the same memory
+(the crash harness's check, on a base whose chunk level is indexed). The exception: a
+logged row deleted since cannot have its insertion replayed.
 
 The rowids are the ones the full-text index relies on already: only VACUUM renumbers
 them, and the store never runs it. A file whose rowids no longer match the rows (a
@@ -85,7 +96,6 @@ class SqliteVectors:
         self._doomed: set[int] = set()  # levels whose files go after the commit
         self._prune: dict[int, int] = {}  # level -> seq the log may be pruned to
         self._in_transaction = False
-        self._applied_at_begin: dict[int, int] = {}
 
     # --- search -------------------------------------------------------------------------
     def search(
@@ -169,7 +179,7 @@ class SqliteVectors:
             seq, path = newest
             try:
                 index = ApproximateIndex.load(path, self._dims(level))
-                if self._matches_rows(index):
+                if self._matches_rows(index, level, seq):
                     found = _Approximate(index, seq)
                     self._replay(level, found)
                     return found
@@ -178,7 +188,7 @@ class SqliteVectors:
                 logger.warning("vector index %s unreadable (%s): rebuilding it", path, exc)
         return self._build(level)
 
-    def _build(self, level: int) -> _Approximate:
+    def _build(self, level: int, threads: int = 0) -> _Approximate:
         # The log's end first: a change committed while the rows are read is replayed.
         applied = self._last_seq()
         index = ApproximateIndex(self._dims(level))
@@ -188,7 +198,8 @@ class SqliteVectors:
             (self._memory, level),
         )
         while rows := cursor.fetchmany(20_000):
-            index.put(np.array([r[0] for r in rows]), np.stack([_vector(r[1]) for r in rows]))
+            keys = np.array([r[0] for r in rows])
+            index.put(keys, np.stack([_vector(r[1]) for r in rows]), threads=threads)
         built = _Approximate(index, applied)
         self._replay(level, built)
         if not self._in_transaction:  # a file never holds what may be rolled back
@@ -204,13 +215,22 @@ class SqliteVectors:
         )
         return len(_vector(rows[0][0])) if rows else 0
 
-    def _matches_rows(self, index: ApproximateIndex, samples: int = 8) -> bool:
-        """Whether a few rows' vectors are the index's under their rowids: a VACUUM
-        renumbers rowids, and a file from before one would answer with wrong nodes."""
+    def _matches_rows(
+        self, index: ApproximateIndex, level: int, seq: int, samples: int = 8
+    ) -> bool:
+        """Whether a few of the level's rows have the index's vectors under their rowids:
+        a VACUUM renumbers rowids, and a file from before one would answer with wrong
+        nodes. Rows the log changed after the file (``seq``) are not asked: the replay
+        brings those up to date."""
         rows = self._q(
-            "SELECT rowid, embedding FROM nodes WHERE memory = ? AND embedding IS NOT NULL "
-            "ORDER BY rowid DESC LIMIT ?",
+            "SELECT rowid, embedding FROM nodes WHERE memory = ? AND level = ? "
+            "AND embedding IS NOT NULL AND rowid NOT IN (SELECT node_rowid FROM vector_log "
+            "WHERE memory = ? AND level = ? AND seq > ?) ORDER BY rowid DESC LIMIT ?",
             self._memory,
+            level,
+            self._memory,
+            level,
+            seq,
             samples * 50,
         )
         checked = [r for r in rows if r[0] in index][:samples]
@@ -221,17 +241,24 @@ class SqliteVectors:
         return bool(checked) or not len(index)
 
     def _replay(self, level: int, found: _Approximate) -> None:
-        """Apply the logged changes after ``found.applied``, each row as it is now."""
+        """Apply the logged changes after ``found.applied`` one by one in log order, as
+        the process that made them applied them, each row's vector as it is now.
+
+        In order and one at a time because an HNSW graph depends on the order its
+        vectors came in: a process that replays the log ends with the graph the writing
+        process had, so an ingest resumed after a crash finds the neighbours the
+        uninterrupted one would have. (Not quite where a logged row has since been
+        deleted: its vector is gone, so its insertion cannot be replayed.)"""
         logged = self._q(
-            "SELECT node_rowid, MAX(seq) FROM vector_log WHERE memory = ? AND level = ? "
-            "AND seq > ? GROUP BY node_rowid",
+            "SELECT seq, node_rowid, op FROM vector_log WHERE memory = ? AND level = ? "
+            "AND seq > ? ORDER BY seq",
             self._memory,
             level,
             found.applied,
         )
         if not logged:
             return
-        rowids = [r[0] for r in logged]
+        rowids = sorted({r[1] for r in logged})
         now = {
             r[0]: _vector(r[1])
             for start in range(0, len(rowids), 10_000)
@@ -243,12 +270,14 @@ class SqliteVectors:
                 level,
             )
         }
-        present = [r for r in rowids if r in now]
-        if present:
-            found.index.put(np.array(present), np.stack([now[r] for r in present]))
-        found.index.drop(np.array([r for r in rowids if r not in now]))
-        found.applied = max(r[1] for r in logged)
-        found.unsaved += len(rowids)
+        for _, rowid, op in logged:
+            vector = now.get(rowid) if op == _PUT else None
+            if vector is None:
+                found.index.drop(np.array([rowid]))
+            else:
+                found.index.put(np.array([rowid]), vector[None, :])
+        found.applied = logged[-1][0]
+        found.unsaved += len(logged)
 
     def _newest_file(self, level: int) -> tuple[int, Path] | None:
         files = [(seq, path) for lv, seq, path in self._files() if lv == level]
@@ -290,23 +319,20 @@ class SqliteVectors:
     # --- changes, inside a write transaction ------------------------------------------
     def begin(self) -> None:
         self._in_transaction = True
-        self._applied_at_begin = {}
-        for level, found in self._approximate.items():
-            found.index.begin()
-            self._applied_at_begin[level] = found.applied
         self._prune_saved()
 
     def commit(self) -> None:
         self._in_transaction = False
         self._prune.clear()  # pruned by the transaction just committed
         for level, found in self._approximate.items():
-            found.index.commit()
             if found.unsaved >= max(SAVE_AFTER, len(found.index) // 10):
                 self._save(level, found)
         for level, exact in list(self._exact.items()):
             if len(exact) >= ANN_MIN:  # grown past exact search: indexed from now on
                 del self._exact[level]
-                self._approximate[level] = self._build(level)
+                # On one thread: a resumed ingest that crosses the threshold at the same
+                # commit builds the same graph (module docstring).
+                self._approximate[level] = self._build(level, threads=1)
         for level in sorted(self._doomed):
             for lv, _, path in self._files():
                 if lv == level:
@@ -316,14 +342,11 @@ class SqliteVectors:
 
     def rollback(self) -> None:
         self._in_transaction = False
-        self._exact.clear()  # may hold rolled-back rows: read again when next searched
-        for level, found in list(self._approximate.items()):
-            if level not in self._applied_at_begin:  # opened in the transaction: it
-                del self._approximate[level]  # may hold its rows; loaded again when used
-                continue
-            found.index.rollback()
-            # The rolled-back log rows' seqs will be used again by the next writer.
-            found.applied = self._applied_at_begin[level]
+        # Every level is read again when next searched: exact ones may hold rolled-back
+        # rows, and an index undone change by change would not be the graph a new
+        # process loads (module docstring).
+        self._exact.clear()
+        self._approximate.clear()
         self._doomed.clear()  # the pruning the transaction did is done again by the next
 
     def upserted(self, nodes: Sequence[Node]) -> None:
@@ -408,6 +431,9 @@ class SqliteVectors:
             logger.warning("vector index of level %s not saved: %s", level, exc)
             return
         found.unsaved = 0
+        # The graph as a new process has it (module docstring): loading resets the
+        # random level generator that the inserts since the last load advanced.
+        found.index = ApproximateIndex.load(path, found.index.dims)
         for lv, seq, old in self._files():
             if lv == level and seq < found.applied:
                 with contextlib.suppress(OSError):
