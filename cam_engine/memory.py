@@ -268,10 +268,12 @@ class Memory:
         self.store.close()
 
     def delete(self) -> None:
-        """Delete this memory from its store, in one transaction: every level, view and
-        document, and its settings. The memory is closed afterwards."""
-        with self.store.transaction():
-            self.store.clear(keep_chunks=False)
+        """Delete this memory from its store: every level, view and document, and its
+        settings. The memory is closed afterwards. SQLite deletes in one transaction;
+        Neo4j in transactions of bounded size (one holding a large memory exceeds the
+        server's transaction memory), its settings last, so a delete cut short leaves
+        the memory listed, and deleting it again finishes the job."""
+        self.store.drop_memory()
         self.close()
 
     # --- moving a memory to another store (cam_engine/transfer.py) ----------------------

@@ -53,8 +53,10 @@ def delete(
     """Delete a memory: its chunks, summaries, views, documents and settings; or, with
     --document, only those documents.
 
-    Other memories in the same store are left as they are. Deleting a memory is one
-    transaction: it happens whole or not at all. Deleting a document is one
+    Other memories in the same store are left as they are. On SQLite deleting a memory
+    is one transaction: it happens whole or not at all. On Neo4j it takes transactions
+    of bounded size, the settings last: a delete cut short leaves the memory listed,
+    and deleting it again finishes. Deleting a document is one
     transaction per document: its chunks and views go, and only the summaries above
     them are redone. Every id is checked before any document is deleted.
     """
