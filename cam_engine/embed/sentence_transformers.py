@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -144,13 +146,30 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
             model = self._load()
-            vectors = model.encode(
-                within_window(texts, int(model.max_seq_length)),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            with _attention_without_cudnn(self.device):
+                vectors = model.encode(
+                    within_window(texts, int(model.max_seq_length)),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         except Exception as exc:
             raise EmbeddingError(f"embedding with {self._model_name!r} failed: {exc}") from exc
         return normalize_rows(vectors)
+
+
+def _attention_without_cudnn(device: str) -> AbstractContextManager[object]:
+    """On a GPU, attention by every kernel but cuDNN's. On Hopper torch prefers cuDNN's,
+    which builds an execution plan for each new input shape, and an ingest embeds
+    batches of ever-different shapes (each level's summaries, each padded to its
+    longest text): on an H200, Moby Dick's ingest spent 18.0 s embedding with it and
+    5.8-6.9 s without (docs/benchmarks.md, "Ingest")."""
+    if device != "cuda":
+        return contextlib.nullcontext()
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # torch before 2.3 has no way to choose, nor cuDNN attention
+        return contextlib.nullcontext()
+    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    return sdpa_kernel(backends)

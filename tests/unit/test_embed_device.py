@@ -59,3 +59,19 @@ def test_commands_take_device_and_stats_report_it(tmp_path: Path) -> None:
     assert asked.exit_code == 0, asked.output
     wrong = runner.invoke(cli, ["ask", "Who sailed?", "--device", "tpu"], env=env)
     assert wrong.exit_code != 0 and "'tpu' is not one of" in wrong.output
+
+
+def test_on_a_gpu_attention_leaves_out_cudnn_only_while_embedding() -> None:
+    """cuDNN's attention builds a plan per input shape (an ingest's shapes never
+    repeat): the embedder asks torch for the other kernels, and only around its own
+    calls, so a program sharing the process keeps its choice."""
+    from cam_engine.embed.sentence_transformers import _attention_without_cudnn
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with _attention_without_cudnn("cuda"):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled()
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with _attention_without_cudnn("cpu"):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
