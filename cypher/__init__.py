@@ -1,2 +1,2 @@
 """Neo4j queries as parameterized ``.cypher`` files, shipped as package data and
-loaded by name (installed as ``cam_engine.cypher``; the Neo4j store is issue 3)."""
+loaded by name by the Neo4j store (installed as ``cam_engine.cypher``)."""
