@@ -46,9 +46,5 @@ class LLMError(CamError):
     """An LLM backend failed for good (after any retries)."""
 
 
-class RetryableLLMError(LLMError):
-    """An LLM call failed in a way worth retrying (timeout, 429, 5xx)."""
-
-
 class PromptError(CamError):
     """A prompt file is missing, malformed, or was rendered without its inputs."""

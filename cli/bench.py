@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
@@ -33,6 +34,23 @@ def embedding_options(command: Command) -> Command:
     )(command)
 
 
+EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
+
+def existing_file_or_absent_default(ctx: click.Context, param: click.Parameter, path: str) -> str:
+    """A file option whose default lies in ../shared/data, which only a source checkout
+    has beside it: a missing default is one line naming the option and how to replace it."""
+    from_default = ctx.get_parameter_source(str(param.name)) is ParameterSource.DEFAULT
+    if from_default and not Path(path).is_file():
+        raise click.BadParameter(
+            f"no file at the default {path} (it comes with a source checkout); "
+            f"pass {param.opts[0]} FILE",
+            ctx=ctx,
+            param=param,
+        )
+    return str(EXISTING_FILE.convert(path, param, ctx))
+
+
 @click.group()
 def bench() -> None:
     """Benchmarks; each prints one JSON line of figures."""
@@ -41,8 +59,9 @@ def bench() -> None:
 @bench.command("ingest")
 @click.option(
     "--book",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(dir_okay=False),
     default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg2701.txt"),
+    callback=existing_file_or_absent_default,
     show_default=True,
     help="Text to ingest (default: Moby Dick from ../shared/data beside the checkout).",
 )

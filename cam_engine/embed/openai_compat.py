@@ -3,7 +3,7 @@ openai:NAME``): OpenAI itself, or a local server that speaks the protocol (vLLM,
 llama.cpp, Ollama, LM Studio, text-embeddings-inference, ...).
 
 Texts go in requests of ``batch_size`` inputs, with the chat client's timeout, retry
-and ``Retry-After`` rules (cam_engine/http_api.py). The dimension is not known until
+and ``Retry-After`` rules (cam_engine/http_client.py). The dimension is not known until
 the API answers: it is read from the first response, and every later response must
 match it (and a memory's recorded ``embed_dim``, when one is given).
 """
@@ -21,7 +21,7 @@ import numpy as np
 from cam_engine.config import Environment
 from cam_engine.embed.base import normalize_rows, within_window
 from cam_engine.errors import ConfigError, EmbeddingError
-from cam_engine.http_api import JsonEndpoint, Transient, error_detail, json_object
+from cam_engine.http_client import JsonEndpoint, Transient, error_detail, json_object
 
 logger = logging.getLogger(__name__)
 

@@ -230,37 +230,24 @@ class _Context:
         return self._runs[n]
 
 
-def substring_contained(context_passages: Sequence[str], gold: str) -> bool:
-    """Whether the gold text, whitespace-normalized, occurs in the passages joined by "\\n"."""
-    return _normalized(gold) in _Context(context_passages).joined
-
-
-def token_coverage(context_passages: Sequence[str], gold: str) -> float:
+def _token_coverage(context: _Context, gold: str) -> float:
     """Share of the gold's words (a lowercased multiset) found anywhere in the context.
 
     Order-free, hence loose: in QMSum 19% of gold turns reach 0.9 against 2,000 tokens
     of unrelated turns of the same meeting. 1.0 for a gold text without words.
     """
-    return _token_coverage(_Context(context_passages), gold)
-
-
-def _token_coverage(context: _Context, gold: str) -> float:
     need = Counter(_words(gold))
     if not need:
         return 1.0
     return sum((need & context.bag).values()) / sum(need.values())
 
 
-def run_coverage(context_passages: Sequence[str], gold: str, run: int = RUN_WORDS) -> float:
+def _run_coverage(context: _Context, gold: str, run: int) -> float:
     """Share of the gold's words inside a run of ``run`` gold words found, in order, in
     one passage (lowercased words, punctuation ignored).
 
     A gold text shorter than ``run`` words must occur whole. 1.0 for a text without words.
     """
-    return _run_coverage(_Context(context_passages), gold, run)
-
-
-def _run_coverage(context: _Context, gold: str, run: int) -> float:
     words = _words(gold)
     if not words:
         return 1.0
@@ -273,12 +260,8 @@ def _run_coverage(context: _Context, gold: str, run: int) -> float:
     return sum(covered) / len(words)
 
 
-def contains(context_passages: Sequence[str], gold: str, rule: Rule = DEFAULT_RULE) -> bool:
-    """Whether one gold item reached the context, by ``rule``."""
-    return _contains(_Context(context_passages), gold, rule)
-
-
 def _contains(context: _Context, gold: str, rule: Rule) -> bool:
+    """Whether one gold item reached the context, by ``rule``."""
     if rule == "runs":
         return _run_coverage(context, gold, RUN_WORDS) >= COVERAGE_THRESHOLD
     if rule == "tokens":
@@ -293,13 +276,13 @@ def evidence_recall(
 ) -> float:
     """Share of the gold items contained in the context; 0.0 when there is no gold.
 
-    Default rule ``"runs"``: an item is contained when ``run_coverage >= 0.9``, i.e. 90%
+    Default rule ``"runs"``: an item is contained when its run coverage is >= 0.9, i.e. 90%
     of its words sit in 3-word runs that occur in order inside some passage. Why not
     the others: a gold paragraph can straddle two chunks, which a method may return in
     any order, and the budget cut can drop the tail of the last passage; ``"substring"``
     (whitespace-normalized substring of the joined context) then scores 0, and it did
     for 75-85% of gold items split at a random word in a simulation on the shared
-    HotpotQA and QMSum data. ``"tokens"`` (multiset ``token_coverage >= 0.9``) credits
+    HotpotQA and QMSum data. ``"tokens"`` (multiset token coverage >= 0.9) credits
     every split but is fooled by stray words: 19% of QMSum gold turns were "contained"
     in 2,000 tokens of other turns of the same meeting. ``"runs"`` credited 99% of the
     splits and had 2% false hits there, nearly all 2-4 word turns ("PhD A: Yeah .")

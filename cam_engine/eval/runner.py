@@ -273,7 +273,7 @@ def run_eval(
 ) -> EvalRun:
     """Build the memories of ``evalset`` and score every strategy on every question.
 
-    ``rule`` decides when a gold item counts as in the context (metrics.contains):
+    ``rule`` decides when a gold item counts as in the context (metrics.evidence_recall):
     "coverage" for paragraphs and turns that can straddle chunks, "substring" for a
     needle, whose one informative token is the number. With an ``answerer`` (an LLM),
     each strategy's context cut to ``answer_budget`` tokens is also answered and scored.

@@ -3,7 +3,7 @@
 Works with OpenAI itself and with local servers that speak the same protocol (vLLM,
 llama.cpp, Ollama, LM Studio, ...). Standard library only. Transient failures
 (timeouts, dropped connections, 429, 5xx, malformed or empty responses) are retried
-with exponential backoff; other client errors fail at once (cam_engine/http_api.py,
+with exponential backoff; other client errors fail at once (cam_engine/http_client.py,
 shared with the API embedder). The API key is sent as a bearer token and never
 appears in a message or a log line.
 
@@ -28,7 +28,7 @@ from typing import Any
 
 from cam_engine.config import Environment
 from cam_engine.errors import ConfigError, LLMError
-from cam_engine.http_api import JsonEndpoint, Rejected, Transient, error_detail, json_object
+from cam_engine.http_client import JsonEndpoint, Rejected, Transient, error_detail, json_object
 from cam_engine.llm.base import Completion, JsonSchema, Message, Usage
 
 logger = logging.getLogger(__name__)

@@ -66,16 +66,6 @@ def load_prompt(name: str) -> Prompt:
     return _load(name)
 
 
-def available_prompts() -> list[str]:
-    """Names of every prompt file shipped in the package, sorted."""
-    folder = resources.files(PACKAGE).joinpath(FOLDER)
-    return sorted(
-        entry.name[: -len(SUFFIX)]
-        for entry in folder.iterdir()
-        if entry.name.endswith(SUFFIX) and entry.is_file()
-    )
-
-
 @functools.cache
 def _load(name: str) -> Prompt:
     source = f"{FOLDER}/{name}{SUFFIX}"

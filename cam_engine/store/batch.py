@@ -126,7 +126,7 @@ class BatchStore:
         recent: Mapping[str, Node] | None = None,
     ) -> None:
         self._store = store
-        self._s = structure
+        self._structure = structure
         self._meter = meter
         self._recent = recent or {}  # earlier batches' nodes (BatchWriter)
         self._change = GraphChange(structure.generation)
@@ -163,30 +163,30 @@ class BatchStore:
         """Write the batch's change (inside the batch's transaction)."""
         self._keep_rewritten()
         if self._change:
-            self._change.counters["generation"] = self._s.generation + 1
+            self._change.counters["generation"] = self._structure.generation + 1
             change = self._change
             self._call(lambda: self._store.apply(change))
-            self._s.generation += 1
-            self._change = GraphChange(self._s.generation)
+            self._structure.generation += 1
+            self._change = GraphChange(self._structure.generation)
 
     # --- memory-wide state ---------------------------------------------------------------
     def load_settings(self) -> dict[str, Any] | None:
-        return self._s.settings
+        return self._structure.settings
 
     def save_settings(self, settings: Mapping[str, Any]) -> None:
-        self._s.settings = self._change.settings = dict(settings)
+        self._structure.settings = self._change.settings = dict(settings)
 
     def allocate_labels(self, level: int, count: int) -> list[str]:
         name = f"label:{level}"
-        start = self._s.counters.get(name, 0)
-        self._s.counters[name] = self._change.counters[name] = start + count
+        start = self._structure.counters.get(name, 0)
+        self._structure.counters[name] = self._change.counters[name] = start + count
         return [f"{level}.{n}" for n in range(start, start + count)]
 
     def clear(self, keep_chunks: bool) -> None:
         """Drop every level above the chunks (a rebuild); a batch never drops chunks."""
         if not keep_chunks:
             raise ValueError("a batch keeps its memory's chunks: delete the memory instead")
-        self._s.clear_derived()
+        self._structure.clear_derived()
         kept = self._change
         self._change = GraphChange(kept.generation, True, kept.settings, {}, kept.documents)
         self._read = {i: n for i, n in self._read.items() if n.level == 0}
@@ -195,16 +195,16 @@ class BatchStore:
 
     # --- documents ---------------------------------------------------------------------------
     def get_document(self, doc_id: str) -> DocumentRecord | None:
-        return self._s.documents.get(doc_id)
+        return self._structure.documents.get(doc_id)
 
     def upsert_document(self, document: DocumentRecord) -> None:
-        self._s.documents[document.id] = document
+        self._structure.documents[document.id] = document
         self._change.upsert_document(document)
 
     def delete_document(self, doc_id: str) -> None:
         """Drop a document's record and its adapter views (its chunks go by
         ``delete_nodes``)."""
-        self._s.documents.pop(doc_id, None)
+        self._structure.documents.pop(doc_id, None)
         self._change.delete_document(doc_id)
 
     def drop_views_of(self, doc_id: str) -> None:
@@ -213,36 +213,36 @@ class BatchStore:
 
     def chunks_of(self, doc_id: str) -> list[NodeInfo]:
         """A document's chunks by position, without text or vector (no store call)."""
-        infos = [self._s.nodes[i] for i in self._s.chunks_of.get(doc_id, ())]
+        infos = [self._structure.nodes[i] for i in self._structure.chunks_of.get(doc_id, ())]
         return sorted(infos, key=lambda n: (n.position or 0.0, n.id))
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
-        return {i for i in ids if i in self._s.nodes}
+        return {i for i in ids if i in self._structure.nodes}
 
     def infos(self, ids: Iterable[str]) -> dict[str, NodeInfo]:
         """The nodes of these ids that exist, without text or vector (no store call)."""
-        return {i: self._s.nodes[i] for i in ids if i in self._s.nodes}
+        return {i: self._structure.nodes[i] for i in ids if i in self._structure.nodes}
 
     def count_nodes(self, level: int) -> int:
-        return len(self._s.by_level.get(level, ()))
+        return len(self._structure.by_level.get(level, ()))
 
     def levels(self) -> list[int]:
-        return sorted(level for level, ids in self._s.by_level.items() if ids)
+        return sorted(level for level, ids in self._structure.by_level.items() if ids)
 
     def infos_at_level(self, level: int) -> list[NodeInfo]:
         """A level's nodes without text or vector (no store call)."""
-        return [self._s.nodes[i] for i in sorted(self._s.by_level.get(level, ()))]
+        return [self._structure.nodes[i] for i in sorted(self._structure.by_level.get(level, ()))]
 
     def text_keys(self, ids: Iterable[str]) -> dict[str, bytes]:
         """A key of each node's text (``structure.text_key``; no store call)."""
-        return {i: self._s.nodes[i].text_key for i in ids if i in self._s.nodes}
+        return {i: self._structure.nodes[i].text_key for i in ids if i in self._structure.nodes}
 
     def nodes_with_text(self, text: str) -> set[str]:
         """Nodes whose text is ``text`` (whitespace aside)."""
-        return set(self._s.by_text.get(text_key(text), ()))
+        return set(self._structure.by_text.get(text_key(text), ()))
 
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
-        wanted = [i for i in dict.fromkeys(ids) if i in self._s.nodes]
+        wanted = [i for i in dict.fromkeys(ids) if i in self._structure.nodes]
         for i in wanted:
             if i not in self._read and i in self._recent:
                 recent = self._recent[i]
@@ -263,12 +263,12 @@ class BatchStore:
         return sorted(nodes.values(), key=_reading_order)
 
     def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        nodes = self.get_nodes(sorted(self._s.roots), embeddings=embeddings)
+        nodes = self.get_nodes(sorted(self._structure.roots), embeddings=embeddings)
         return sorted(nodes.values(), key=lambda n: (n.level, *_reading_order(n)))
 
     def chunk_ids_near(self, doc_id: str, positions: Iterable[int]) -> set[str]:
         """The chunks of a document at these positions (no store call)."""
-        at = self._s.chunk_at
+        at = self._structure.chunk_at
         return {at[(doc_id, p)] for p in positions if (doc_id, p) in at}
 
     def nearest(self, level: int, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
@@ -279,8 +279,8 @@ class BatchStore:
         if level != 0:
             raise ValueError("a batch searches chunks (level 0) only")
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        if self._s.chunk_vectors is not None:
-            return self._s.chunk_vectors.top_k(queries, k)
+        if self._structure.chunk_vectors is not None:
+            return self._structure.chunk_vectors.top_k(queries, k)
         written = {
             n.id: n.embedding
             for n in self._change.nodes.values()
@@ -301,16 +301,20 @@ class BatchStore:
 
     def upsert_nodes(self, nodes: Sequence[Node]) -> None:
         for n in nodes:
-            self._s.put_node(NodeInfo.of(n))
-            if n.level == 0 and n.embedding is not None and self._s.chunk_vectors is not None:
-                self._s.chunk_vectors.put(n.id, n.embedding)
+            self._structure.put_node(NodeInfo.of(n))
+            if (
+                n.level == 0
+                and n.embedding is not None
+                and self._structure.chunk_vectors is not None
+            ):
+                self._structure.chunk_vectors.put(n.id, n.embedding)
             self._change.nodes[n.id] = n
             self._read[n.id] = n
 
     def place_chunks(self, chunks: Sequence[Node]) -> None:
         """Move stored chunks (position, text, offsets) without writing their vectors."""
         for c in chunks:
-            self._s.put_node(NodeInfo.of(c))
+            self._structure.put_node(NodeInfo.of(c))
             self._read[c.id] = c
             if c.id in self._change.nodes:  # written this batch: write it whole again
                 self._change.nodes[c.id] = c
@@ -320,13 +324,13 @@ class BatchStore:
     def delete_nodes(self, ids: Iterable[str]) -> None:
         gone = set(ids)
         self._deleted_chunks |= {
-            i for i in gone if i in self._s.nodes and self._s.nodes[i].level == 0
+            i for i in gone if i in self._structure.nodes and self._structure.nodes[i].level == 0
         }
         for node_id in gone:  # all noted first: the links among them are stored ones
             self._note_deleted(node_id)
         for node_id in gone:
-            self._regrouped |= self._s.parents.get(node_id, set())
-            self._s.remove_node(node_id)
+            self._regrouped |= self._structure.parents.get(node_id, set())
+            self._structure.remove_node(node_id)
             self._read.pop(node_id, None)
         self._change.delete_nodes(gone)
         self.deleted |= gone
@@ -334,86 +338,86 @@ class BatchStore:
     # --- edges -------------------------------------------------------------------------------
     def neighbours(self, ids: Iterable[str]) -> dict[str, Mapping[str, float]]:
         """Each node's neighbours with the edge weights: read-only views (no copies)."""
-        adjacency = self._s.adjacency
+        adjacency = self._structure.adjacency
         empty: dict[str, float] = {}
         return {i: adjacency.get(i, empty) for i in ids}
 
     def edges_of(self, ids: Iterable[str]) -> list[Edge]:
         edges: dict[tuple[str, str], Edge] = {}
         for i in ids:
-            level = self._s.nodes[i].level if i in self._s.nodes else 0
-            for other, score in self._s.adjacency.get(i, {}).items():
+            level = self._structure.nodes[i].level if i in self._structure.nodes else 0
+            for other, score in self._structure.adjacency.get(i, {}).items():
                 edge = Edge.make(i, other, level, score)
                 edges[edge.key] = edge
         return [edges[key] for key in sorted(edges)]
 
     def upsert_edges(self, edges: Sequence[Edge]) -> None:
         for e in edges:
-            self._s.put_edge(e.src, e.dst, e.score)
+            self._structure.put_edge(e.src, e.dst, e.score)
         self._change.upsert_edges(edges)
 
     def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None:
         pairs = list(keys)
         for a, b in pairs:
-            self._s.remove_edge(a, b)
+            self._structure.remove_edge(a, b)
         self._change.delete_edges(pairs)
 
     # --- replicas and clusters -----------------------------------------------------------------
     def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]:
         result: dict[str, list[Replica]] = {}
         for node_id in dict.fromkeys(node_ids):
-            held = self._s.of_node.get(node_id)
+            held = self._structure.of_node.get(node_id)
             if held:
-                result[node_id] = [self._s.replicas[i] for i in sorted(held)]
+                result[node_id] = [self._structure.replicas[i] for i in sorted(held)]
         return result
 
     def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
-        return {i: self._s.replicas[i] for i in ids if i in self._s.replicas}
+        return {i: self._structure.replicas[i] for i in ids if i in self._structure.replicas}
 
     def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
-        by_label = self._s.by_label
+        by_label = self._structure.by_label
         ids = {i for label in set(labels) for i in by_label.get(label, ())}
-        return [self._s.replicas[i] for i in sorted(ids)]
+        return [self._structure.replicas[i] for i in sorted(ids)]
 
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
         for r in replicas:
-            self._s.put_replica(r)
+            self._structure.put_replica(r)
         self._change.upsert_replicas(replicas)
 
     def delete_replicas(self, ids: Iterable[str]) -> None:
         gone = list(ids)
         for replica_id in gone:
-            self._s.remove_replica(replica_id)
+            self._structure.remove_replica(replica_id)
         self._change.delete_replicas(gone)
 
     def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
-        by_label = self._s.by_label
+        by_label = self._structure.by_label
         return {label: len(by_label[label]) for label in set(labels) if by_label.get(label)}
 
     def labels_at_level(self, level: int) -> list[str]:
-        return sorted(self._s.labels_by_level.get(level, ()))
+        return sorted(self._structure.labels_by_level.get(level, ()))
 
     def count_labels(self, level: int) -> int:
-        return len(self._s.labels_by_level.get(level, ()))
+        return len(self._structure.labels_by_level.get(level, ()))
 
     def replica_holders(self) -> Mapping[tuple[str, str], str]:
         """(node, member) -> the replica of node whose component holds member: the far
         ends of replica-graph edges. A read-only view, current as the batch writes."""
-        return self._s.holder
+        return self._structure.holder
 
     # --- hierarchy -------------------------------------------------------------------------------
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
-        members = self._s.members
+        members = self._structure.members
         return {i: set(members[i]) for i in summary_ids if members.get(i)}
 
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
-        parents = self._s.parents
+        parents = self._structure.parents
         return {i: set(parents[i]) for i in node_ids if parents.get(i)}
 
     def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
         for summary, ms in members.items():
             kept = set(ms)
-            self._s.set_members(summary, kept)
+            self._structure.set_members(summary, kept)
             self._change.members[summary] = (level, kept)
             self._regrouped.add(summary)
 
@@ -422,7 +426,7 @@ class BatchStore:
         """Keep a node as it is deleted, with its links, when they are the stored ones:
         the batch has not written the node, its members or its edges before, and knows
         its text and vector."""
-        change, s = self._change, self._s
+        change, s = self._change, self._structure
         stored = self._read.get(node_id)
         if (
             stored is None
@@ -453,7 +457,7 @@ class BatchStore:
         remove a link this batch does not write back). Membership rows keep their level:
         a summary's links are written at its own level.
         """
-        change, s = self._change, self._s
+        change, s = self._change, self._structure
         kept = {
             node_id
             for node_id, before in self._deleted_as.items()

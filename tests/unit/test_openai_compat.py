@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cam_engine.config import Environment
-from cam_engine.errors import CamError, ConfigError, LLMError, RetryableLLMError
+from cam_engine.errors import CamError, ConfigError, LLMError
 from cam_engine.llm.base import ChatModel, Message
 from cam_engine.llm.openai_compat import OpenAICompatibleChat
 from tests.support.chat_server import (
@@ -239,7 +239,6 @@ def test_all_tries_fail_names_url_and_status_not_key(
     with caplog.at_level(logging.DEBUG), pytest.raises(LLMError) as caught:
         chat.complete(MESSAGES, max_tokens=5)
     message = str(caught.value)
-    assert not isinstance(caught.value, RetryableLLMError)
     assert isinstance(caught.value, CamError)
     assert server.url in message
     assert MODEL in message

@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python -m cam_engine.bench.defaults [--data DIR] [--out DIR] [--cache DIR]
+    python -m cam_engine.bench.graph_parameters [--data DIR] [--out DIR] [--cache DIR]
 
 It prints markdown tables (docs/defaults.md pastes them):
 
@@ -608,7 +608,7 @@ def default_data_dir() -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.defaults",
+        prog="python -m cam_engine.bench.graph_parameters",
         description="Measure alpha/sigma/theta/chunk size for the MiniLM embedder on real data.",
     )
     parser.add_argument(
