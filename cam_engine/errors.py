@@ -48,3 +48,8 @@ class LLMError(CamError):
 
 class PromptError(CamError):
     """A prompt file is missing, malformed, or was rendered without its inputs."""
+
+
+class MissingExtraError(CamError):
+    """A feature needs a package of an optional extra that is not installed (the Neo4j
+    store, ``cam eval``'s plots and ROUGE): the line names the extra to install."""

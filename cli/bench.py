@@ -13,6 +13,7 @@ from click.core import ParameterSource
 from cam_engine import Environment
 from cam_engine.bench import shared_data_dir
 from cam_engine.cli.options import MODEL_SPEC, device_option, echo_json
+from cam_engine.extras import EVAL, require_extra
 
 Command = Callable[..., Any]
 
@@ -453,6 +454,8 @@ def bench_scale(
         click.echo(scale.describe_progress(point), err=True)
         append(point)
 
+    if plot is not None:  # said before the run, not after it
+        require_extra("matplotlib", EVAL, "cam bench scale --plot")
     try:
         lines = scale.run(
             chunks,

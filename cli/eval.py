@@ -12,6 +12,7 @@ import click
 
 from cam_engine.cli.options import LiveHelp, chat_for, device_option, echo_json, llm_option
 from cam_engine.errors import CamError
+from cam_engine.extras import EVAL, require_extra
 
 if TYPE_CHECKING:
     from cam_engine.embed.caching import CachingEmbedder
@@ -345,6 +346,8 @@ def eval_command(
             detail = f" of level {level!r}" if level else ""
             raise click.ClickException(f"{path}: no questions{detail} to ask")
         if out is not None:
+            # Said before the run, not after it: --out's recall.png is plotted at the end.
+            require_extra("matplotlib", EVAL, "cam eval --out (its recall.png)")
             try:
                 out.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from cam_engine.extras import EVAL, require_extra
+
 # ----------------------------------------------------------------------------- short answers
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -100,6 +102,7 @@ def rouge(prediction: str, references: Sequence[str], *, stem: bool = False) -> 
 
 @cache
 def _scorer(stem: bool) -> Any:
+    require_extra("rouge_score", EVAL, "ROUGE scoring")
     from rouge_score import rouge_scorer  # imports NLTK (~2 s): only when ROUGE is used
 
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
@@ -164,7 +167,8 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
 @cache
 def _stemmer() -> Any:
-    from nltk.stem import porter  # what rouge-score stems with
+    require_extra("nltk", EVAL, "ROUGE scoring")
+    from nltk.stem import porter  # what rouge-score stems with (one of its dependencies)
 
     stemmer = porter.PorterStemmer()
 
@@ -177,6 +181,7 @@ def _stemmer() -> Any:
 @lru_cache(maxsize=16384)
 def _rouge_tokens(text: str, stem: bool) -> tuple[str, ...]:
     """rouge-score's tokens of ``text`` (cached: chunks recur across budgets and strategies)."""
+    require_extra("rouge_score", EVAL, "ROUGE scoring")
     from rouge_score.tokenize import tokenize
 
     return tuple(tokenize(text, _stemmer() if stem else None))

@@ -5,10 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import matplotlib
+from cam_engine.extras import EVAL, require_extra
+
+require_extra("matplotlib", EVAL, "plotting")  # one line, not a traceback, without it
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # no display: files only
-import matplotlib.pyplot as plt
+import matplotlib.pyplot as plt  # noqa: E402
 
 if TYPE_CHECKING:
     from cam_engine.eval.runner import EvalRun

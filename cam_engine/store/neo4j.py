@@ -23,6 +23,7 @@ import numpy as np
 
 from cam_engine.config import has_credentials, redact_credentials, validate_memory_name
 from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
+from cam_engine.extras import NEO4J, require_extra
 from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
@@ -104,6 +105,7 @@ class Neo4jStore:
 
         A URI holding a user name or password is refused without showing them (the
         driver refuses it too, printing it whole): they go in ``user`` and ``password``."""
+        require_extra("neo4j", NEO4J, "the Neo4j store")
         import neo4j
 
         if has_credentials(uri):
