@@ -18,29 +18,26 @@ import re
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 from urllib.parse import unquote
 from xml.etree import ElementTree
 
 from cam_engine import conversation, htmltext
 from cam_engine.errors import InputError
+from cam_engine.format_registry import (  # noqa: F401 (the registry's API is here too)
+    DocumentFormat,
+    Extracted,
+    FileBytes,
+    detect_format,
+    format_named,
+    format_names,
+    register_format,
+    unregister_format,
+)
 from cam_engine.htmltext import Budget
 from cam_engine.limits import Limits, refusal
 
-Format = Literal["text", "pdf", "epub", "html", "conversation"]
-FORMATS: tuple[Format, ...] = ("text", "pdf", "epub", "html", "conversation")
 _DEFAULT = Limits()
-
-EXTENSIONS: dict[str, Format] = {
-    ".txt": "text",
-    ".md": "text",
-    ".markdown": "text",
-    ".pdf": "pdf",
-    ".epub": "epub",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-}
 
 ZIP = b"PK\x03\x04"
 # The EPUB container spec puts an uncompressed "mimetype" entry first, so its name and
@@ -51,8 +48,15 @@ _HTML_START = re.compile(
 )
 
 
-def detect(path: Path, data: bytes) -> Format:
-    """The format of a file, from its first bytes and its extension.
+# The registry is imported from here (register_format, format_names, format_named,
+# unregister_format, DocumentFormat, FileBytes, Extracted): this module registers the
+# built-in formats at its end, before any caller can look one up.
+
+
+def detect(path: Path, data: bytes) -> str:
+    """The name of a file's format, from its first bytes and its extension
+    (``format_registry.detect_format``; the built-in formats are registered at the end
+    of this module).
 
     A PDF or EPUB signature in the content wins over the name (``notes.txt`` that is a
     PDF is read as one: as text it could only fail as binary). A ``.pdf`` or ``.epub``
@@ -63,21 +67,7 @@ def detect(path: Path, data: bytes) -> Format:
     (``conversation.py``). A file with another or no extension is HTML when it starts
     like an HTML page, text otherwise.
     """
-    if data.startswith(b"%PDF-"):
-        return "pdf"
-    if data.startswith(ZIP) and data[30:58] == _EPUB_MIMETYPE:
-        return "epub"
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl" and conversation.looks_like_turns(data):
-        return "conversation"
-    if suffix == ".json" and conversation.looks_like_locomo(data):
-        return "conversation"
-    by_name = EXTENSIONS.get(suffix)
-    if by_name is not None:
-        return by_name
-    if data.startswith(ZIP):
-        raise InputError(f"{path}: a zip archive, not an EPUB (no application/epub+zip)")
-    return "html" if _HTML_START.match(data[:4096]) else "text"
+    return detect_format(path, data).name
 
 
 # --- PDF ----------------------------------------------------------------------------------
@@ -546,3 +536,109 @@ def _one_line(exc: BaseException) -> str:
     # str() of a KeyError is the repr of its message, quotes and all
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     return _SPACES.sub(" ", str(message)).strip() or type(exc).__name__
+
+
+# --- The built-in formats, registered as any other --------------------------------------
+# In this order: signatures are tried in it (PDF, EPUB, then a conversation's), and so
+# are guesses (a zip that is no EPUB refused, then an HTML page's start).
+
+
+def _read_pdf(file: FileBytes) -> Extracted:
+    pages = pdf_pages(file.path, file.data, limits=file.limits)
+    text = "\n\n".join(page for _, page in pages)
+    return Extracted(text, tuple(page_starts(pages)))
+
+
+def _read_epub(file: FileBytes) -> str:
+    return epub_text(file.path, file.data, limits=file.limits)
+
+
+def _read_html(file: FileBytes) -> str:
+    text = html_text(file.data, limits=file.limits, source=str(file.path))
+    if not text:
+        raise InputError(f"{file.path}: no text in the HTML (scripts, styles or navigation only)")
+    return text
+
+
+def _read_conversation(file: FileBytes) -> Extracted:
+    talk = conversation.read_conversation(file.path, file.text())
+    text = talk.plain_text()
+    if len(text) > file.limits.text_chars:
+        raise refusal(f"{file.path}: more text than that", "text_chars", file.limits.text_chars)
+    return Extracted(text, conversation=talk)
+
+
+def _pdf_head(path: Path, head: bytes) -> None:
+    if not head.startswith(b"%PDF-"):
+        raise InputError(f"{path}: not a PDF (no %PDF- header)")
+
+
+def _epub_head(path: Path, head: bytes) -> None:
+    if not head.startswith(ZIP):
+        raise InputError(f"{path}: not an EPUB (not a zip archive)")
+
+
+def _is_epub(path: Path, data: bytes) -> bool:
+    return data.startswith(ZIP) and data[30:58] == _EPUB_MIMETYPE
+
+
+def _zip_not_epub(path: Path, data: bytes) -> bool:
+    """Never a guess: a zip that is not an EPUB (whose signature came first) is refused."""
+    if data.startswith(ZIP):
+        raise InputError(f"{path}: a zip archive, not an EPUB (no application/epub+zip)")
+    return False
+
+
+def _is_conversation(path: Path, data: bytes) -> bool:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return conversation.looks_like_turns(data)
+    return suffix == ".json" and conversation.looks_like_locomo(data)
+
+
+register_format(
+    DocumentFormat(
+        "text",
+        (".txt", ".md", ".markdown"),
+        lambda file: file.text(),
+        reads_text=True,
+    )
+)
+register_format(
+    DocumentFormat(
+        "pdf",
+        (".pdf",),
+        _read_pdf,
+        signature=lambda path, data: data.startswith(b"%PDF-"),
+        head_check=_pdf_head,
+    )
+)
+register_format(
+    DocumentFormat(
+        "epub",
+        (".epub",),
+        _read_epub,
+        signature=_is_epub,
+        guess=_zip_not_epub,
+        head_check=_epub_head,
+    )
+)
+register_format(
+    DocumentFormat(
+        "html",
+        (".html", ".htm", ".xhtml"),
+        _read_html,
+        guess=lambda path, data: _HTML_START.match(data[:4096]) is not None,
+    )
+)
+# No extension of its own: a .jsonl or .json file is one only when its content says so.
+register_format(
+    DocumentFormat(
+        "conversation",
+        (),
+        _read_conversation,
+        signature=_is_conversation,
+        reads_text=True,
+        reads_stdin=False,
+    )
+)

@@ -29,7 +29,6 @@ from cam_engine.embed import Embedder, embedding_device, load_embedder, model_na
 from cam_engine.engine.ingest import BatchCallback, IngestPipeline
 from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.errors import ConfigError, EmbeddingError, InputError, NotFoundError
-from cam_engine.formats import Format
 from cam_engine.limits import Limits, refusal
 from cam_engine.llm import ExtractiveSummarizer, Summarizer
 from cam_engine.llm.base import Answerer, ChatModel, QuotedSpan, Selector, Usage
@@ -364,7 +363,7 @@ class Memory:
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = "utf-8",
         allow: AllowedRoots | Iterable[str | Path] | None = None,
-        file_format: Format | None = None,
+        file_format: str | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -379,7 +378,8 @@ class Memory:
         symlinks resolved; None reads any file. A file is checked as it is opened, on
         the file opened, not its name: one swapped for a link out of them after it was
         named is an error, never read; stdin is refused (``sources.open_document``).
-        ``file_format``: read every file as that format (``formats.FORMATS``), not as
+        ``file_format``: read every file as that format (a name in
+        ``formats.format_names()``; another is a ``ConfigError``), not as
         ``formats.detect`` says; a ``conversation`` is chunked by its turns.
         """
         if allow is not None and not isinstance(allow, AllowedRoots):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from cam_engine import formats
-from cam_engine.conversation import Conversation, read_conversation
+from cam_engine.conversation import Conversation
 from cam_engine.errors import ConfigError, InputError
 from cam_engine.limits import MIB, Limits, refusal
 
@@ -253,11 +253,12 @@ def load_document(
     options: OptionNames = API_OPTIONS,
     allow: AllowedRoots | None = None,
     limits: Limits = _DEFAULT,
-    file_format: formats.Format | None = None,
+    file_format: str | None = None,
 ) -> DocumentText:
-    """The text of a text, Markdown, PDF, EPUB or HTML file (formats.detect says
-    which), cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and
-    licence), with a PDF's page starts; InputError naming the file otherwise.
+    """The text of a text, Markdown, PDF, EPUB, HTML or conversation file, or of any
+    format registered (its reader in ``format_registry``, as ``formats.detect`` says),
+    cleaned as ``clean_text`` does (no BOM, no Project Gutenberg header and licence),
+    with a PDF's page starts; InputError naming the file otherwise.
     ``encoding`` is a text file's (PDF, EPUB and HTML say their own). With ``allow``,
     the file opened must lie under its roots (``open_document``).
 
@@ -272,34 +273,22 @@ def load_document(
     format whatever ``formats.detect`` would say.
     """
     data = _read_opened(path, allow, limits, lambda head: check_head(path, head, encoding))
-    kind = file_format or formats.detect(path, data)
-    if kind == "conversation":
-        talk = read_conversation(path, _decode(path, data, encoding, options))
-        text = talk.plain_text()
-        if len(text) > limits.text_chars:
-            raise refusal(f"{path}: more text than that", "text_chars", limits.text_chars)
-        return DocumentText(text, hashlib.sha256(data).hexdigest(), conversation=talk)
-    starts: list[tuple[int, int]] = []
-    if kind == "pdf":
-        pages = formats.pdf_pages(path, data, limits=limits)
-        text = "\n\n".join(page for _, page in pages)
-        starts = formats.page_starts(pages)
-    elif kind == "epub":
-        text = formats.epub_text(path, data, limits=limits)
-    elif kind == "html":
-        text = formats.html_text(data, limits=limits, source=str(path))
-        if not text:
-            raise InputError(f"{path}: no text in the HTML (scripts, styles or navigation only)")
-    else:
-        text = _decode(path, data, encoding, options)
+    reader = formats.format_named(file_format) if file_format else formats.detect_format(path, data)
+    read = reader.read(
+        formats.FileBytes(path, data, limits, lambda: _decode(path, data, encoding, options))
+    )
+    found = read if isinstance(read, formats.Extracted) else formats.Extracted(read)
+    sha = hashlib.sha256(data).hexdigest()
+    if found.conversation is not None:  # its turns are chunked, its text kept as it is
+        return DocumentText(found.text, sha, conversation=found.conversation)
     # clean_text's steps, keeping where the book starts: citations count from the start
     # of the file's text (a BOM dropped).
-    text = text.removeprefix("\ufeff")
+    text = found.text.removeprefix("\ufeff")
     cut, end = formats.gutenberg_bounds(text)
     text = text[cut:end]
     if not text.strip():
         raise InputError(f"{path}: no text between its Project Gutenberg START and END lines")
-    return DocumentText(text, hashlib.sha256(data).hexdigest(), cut, tuple(starts))
+    return DocumentText(text, sha, cut, found.page_starts)
 
 
 def clean_text(text: str) -> str:
@@ -474,12 +463,10 @@ def read_bounded(
 def check_head(path: Path, head: bytes, encoding: str) -> None:
     """Refuse a file from its first block: one its format's reader would refuse for its
     signature, or a text file that is binary."""
-    kind = formats.detect(path, head)
-    if kind == "pdf" and not head.startswith(b"%PDF-"):
-        raise InputError(f"{path}: not a PDF (no %PDF- header)")
-    if kind == "epub" and not head.startswith(formats.ZIP):
-        raise InputError(f"{path}: not an EPUB (not a zip archive)")
-    if kind in ("text", "conversation"):
+    reader = formats.detect_format(path, head)
+    if reader.head_check is not None:
+        reader.head_check(path, head)
+    if reader.reads_text:
         _refuse_binary(path, head, encoding)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, cast
+from typing import Any
 
 import click
 
@@ -28,7 +28,7 @@ from cam_engine.engine.reports import (
     document_changes,
 )
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
-from cam_engine.formats import FORMATS, Format
+from cam_engine.formats import format_names
 from cam_engine.samples import sample_path
 from cam_engine.sources import CLI_OPTIONS, check_encoding
 from cam_engine.types import PAGE
@@ -165,6 +165,22 @@ def _build_view(
     )
 
 
+class _FormatChoice(click.Choice[str]):
+    """``auto`` or a registered format's name, as registered when the command runs (a
+    format registered after this module was imported is a choice too)."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return ("auto", *format_names())
+
+    @choices.setter
+    def choices(self, _: object) -> None:
+        pass  # click's __init__ sets them; they are the registry's
+
+
 @click.command()
 @click.argument("paths", nargs=-1, required=False)
 @memory_options
@@ -193,7 +209,7 @@ def _build_view(
 @click.option(
     "--format",
     "file_format",
-    type=click.Choice(["auto", *FORMATS]),
+    type=_FormatChoice(),
     default="auto",
     show_default=True,
     help="Read every file as this format. auto: from its content and extension (a .jsonl "
@@ -339,7 +355,7 @@ def ingest(
                     on_batch=on_batch,
                     on_error=on_error,
                     encoding=encoding,
-                    file_format=None if file_format == "auto" else cast(Format, file_format),
+                    file_format=None if file_format == "auto" else file_format,
                 )
                 progress.close()
                 failed = bool(result.errors)

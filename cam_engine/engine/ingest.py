@@ -32,7 +32,7 @@ from cam_engine.engine.reports import BatchReport, IngestError, IngestReport
 from cam_engine.engine.revision import Revision, fresh_id, placed_differently, plan_revision
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.errors import InputError, NotFoundError, StoreError
-from cam_engine.formats import Format, pages_of
+from cam_engine.formats import format_named, pages_of
 from cam_engine.limits import Limits
 from cam_engine.llm import Summarizer
 from cam_engine.names import names_in
@@ -97,7 +97,7 @@ class IngestPipeline:
         on_error: Callable[[IngestError], None] | None = None,
         encoding: str = UTF8,
         allow: AllowedRoots | None = None,
-        file_format: Format | None = None,
+        file_format: str | None = None,
     ) -> IngestReport:
         """Ingest files, folders or ``"-"`` (stdin), each document in batches.
 
@@ -106,11 +106,12 @@ class IngestPipeline:
         Two paths that would be the same document are an ``InputError`` before any
         is read (``sources.unique_sources``). With ``allow``, each file is read only if
         the file opened lies under its roots (``sources.open_document``), and stdin
-        not at all. ``file_format``: read every file as that format (stdin cannot be a
-        conversation).
+        not at all. ``file_format``: read every file as that format (a registered
+        one; stdin, read as text, cannot be one whose ``reads_stdin`` is False).
         """
         check_batch_size(batch_size)
         encoding = check_encoding(encoding, self.options)
+        forced = format_named(file_format) if file_format else None
         if isinstance(paths, str | Path):  # one path, not a sequence of its characters
             paths = [paths]
         sources = unique_sources(
@@ -131,8 +132,8 @@ class IngestPipeline:
                     raise item
                 if allow is not None and item.path is None:
                     raise InputError(f"stdin is not a file under the allowed folders ({allow})")
-                if file_format == "conversation" and item.path is None:
-                    raise InputError("stdin cannot be read as a conversation; give its file")
+                if forced is not None and not forced.reads_stdin and item.path is None:
+                    raise InputError(f"stdin cannot be read as a {forced.name}; give its file")
                 self._ingest_source(
                     item, batch_size, stdin, report, on_batch, encoding, allow, file_format
                 )
@@ -214,7 +215,7 @@ class IngestPipeline:
         on_batch: BatchCallback | None,
         encoding: str = UTF8,
         allow: AllowedRoots | None = None,
-        file_format: Format | None = None,
+        file_format: str | None = None,
     ) -> None:
         check_document_id(source.doc_id)
         budget = self.settings.chunk_tokens
