@@ -4,9 +4,10 @@ measures exactly the path a user runs, under the name a user types.
 
 A strategy takes the memory (the public API), the question and ``AskOptions``, and
 returns a ``Retrieval``: the evidence best first, what would fill a larger budget,
-and, for the adapters, which write their own answer, that answer. Adding one is a
-module with that function and one ``Strategy`` line in ``STRATEGIES`` below
-(docs/architecture.md, "Adding a retrieval strategy"); nothing else lists them.
+and, for the adapters, which write their own answer, that answer. Adding one is that
+function given to ``register_strategy`` as a ``Strategy``, from any module (the
+built-ins below register through the same call; docs/extending.md, "A retrieval
+strategy"); nothing else lists them.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ CAM = "cam"
 BASELINE = "baseline"
 ADAPTER = "adapter"
 ABLATION = "ablation"  # CAM without one of its parts, for comparison (CAM Table 3)
+FAMILIES = (CAM, BASELINE, ADAPTER, ABLATION)
 
 
 @dataclass(frozen=True)
@@ -241,74 +243,99 @@ def _other_gists(memory: Memory, read: set[str]) -> list[Node]:
     ]
 
 
-STRATEGIES: dict[str, Strategy] = {
-    s.name: s
-    for s in (
-        Strategy(
-            "prune-grow",
-            CAM,
-            "hybrid localization, then selector-guided growth along neighbours, "
-            "children and shared names (CAM's Prune-and-Grow)",
-            _prune_grow,
-        ),
-        Strategy(
-            "prune-grow-no-hierarchy",
-            ABLATION,
-            "prune-grow on the chunks alone, no summary levels: CAM's 'w/o hierarchy'",
-            _prune_grow_level_0,
-        ),
-        Strategy(
-            "prune-grow-no-flexibility",
-            ABLATION,
-            "prune-grow on a memory built without ego-splitting: CAM's 'w/o flexibility'",
-            _prune_grow,
-            needs_build={"ego_split": False},
-        ),
-        Strategy(
-            "global",
-            CAM,
-            "fast localization only: top-k nodes of all levels",
-            _flat(simple.global_top_k, with_level=True),
-        ),
-        Strategy("traverse", CAM, "top-down from the top level", _flat(simple.traverse)),
-        Strategy("hybrid", BASELINE, "chunks by BM25 + cosine rank fusion", _flat(simple.fused)),
-        Strategy("dense", BASELINE, "chunks by cosine", _flat(simple.dense)),
-        Strategy(
-            "bm25",
-            BASELINE,
-            "chunks by BM25 (full-text index)",
-            _flat(simple.lexical, embeds=False),
-        ),
-        Strategy(
-            "lookup", ADAPTER, "ReadAgent-P: pick pages by gist", _adapter("lookup"), "readagent"
-        ),
-        Strategy(
-            "lookup-seq",
-            ADAPTER,
-            "ReadAgent-S: one page per turn",
-            _adapter("lookup-seq"),
-            "readagent",
-            evaluation=EvalUse(default=False),
-        ),
-        Strategy(
-            "memagent",
-            ADAPTER,
-            "MemAgent: read in order, overwrite a memory",
-            _adapter("memagent"),
-            writes=True,
-            evaluation=EvalUse(default=False),
-        ),
-        Strategy(
-            "research",
-            ADAPTER,
-            "GAM: plan, search, integrate, reflect",
-            _adapter("research"),
-            "gam",
-            # Evaluated on its integrated result, then its source pages' raw content.
-            evaluation=EvalUse(options={"output": "sources"}, answer_first=True),
-        ),
-    )
-}
+# Every strategy by name, in the order registered: read it, change it only through
+# register_strategy and unregister_strategy.
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def register_strategy(strategy: Strategy) -> Strategy:
+    """Adds a strategy under its name for ``Memory.ask``, ``cam ask``, the MCP ``ask``
+    tool and ``cam eval``; a ``ConfigError`` for a name already taken or one those
+    cannot carry (empty, with a space or a comma: ``--strategies`` splits on commas)."""
+    name = strategy.name
+    if not name or any(c.isspace() or c == "," for c in name):
+        raise ConfigError(f"strategy name {name!r}: give one word such as first-chunks")
+    if name in STRATEGIES:
+        raise ConfigError(f"strategy {name!r} is already registered")
+    if strategy.family not in FAMILIES:
+        raise ConfigError(
+            f"strategy {name!r}: family {strategy.family!r} is not one of {', '.join(FAMILIES)}"
+        )
+    STRATEGIES[name] = strategy
+    return strategy
+
+
+def unregister_strategy(name: str) -> None:
+    """Removes a strategy (a test's, or a plugin's being unloaded)."""
+    if STRATEGIES.pop(name, None) is None:
+        raise ConfigError(f"strategy {name!r} is not registered")
+
+
+BUILT_IN = (
+    Strategy(
+        "prune-grow",
+        CAM,
+        "hybrid localization, then selector-guided growth along neighbours, "
+        "children and shared names (CAM's Prune-and-Grow)",
+        _prune_grow,
+    ),
+    Strategy(
+        "prune-grow-no-hierarchy",
+        ABLATION,
+        "prune-grow on the chunks alone, no summary levels: CAM's 'w/o hierarchy'",
+        _prune_grow_level_0,
+    ),
+    Strategy(
+        "prune-grow-no-flexibility",
+        ABLATION,
+        "prune-grow on a memory built without ego-splitting: CAM's 'w/o flexibility'",
+        _prune_grow,
+        needs_build={"ego_split": False},
+    ),
+    Strategy(
+        "global",
+        CAM,
+        "fast localization only: top-k nodes of all levels",
+        _flat(simple.global_top_k, with_level=True),
+    ),
+    Strategy("traverse", CAM, "top-down from the top level", _flat(simple.traverse)),
+    Strategy("hybrid", BASELINE, "chunks by BM25 + cosine rank fusion", _flat(simple.fused)),
+    Strategy("dense", BASELINE, "chunks by cosine", _flat(simple.dense)),
+    Strategy(
+        "bm25",
+        BASELINE,
+        "chunks by BM25 (full-text index)",
+        _flat(simple.lexical, embeds=False),
+    ),
+    Strategy("lookup", ADAPTER, "ReadAgent-P: pick pages by gist", _adapter("lookup"), "readagent"),
+    Strategy(
+        "lookup-seq",
+        ADAPTER,
+        "ReadAgent-S: one page per turn",
+        _adapter("lookup-seq"),
+        "readagent",
+        evaluation=EvalUse(default=False),
+    ),
+    Strategy(
+        "memagent",
+        ADAPTER,
+        "MemAgent: read in order, overwrite a memory",
+        _adapter("memagent"),
+        writes=True,
+        evaluation=EvalUse(default=False),
+    ),
+    Strategy(
+        "research",
+        ADAPTER,
+        "GAM: plan, search, integrate, reflect",
+        _adapter("research"),
+        "gam",
+        # Evaluated on its integrated result, then its source pages' raw content.
+        evaluation=EvalUse(options={"output": "sources"}, answer_first=True),
+    ),
+)
+for _strategy in BUILT_IN:
+    register_strategy(_strategy)
 DEFAULT = "prune-grow"
 
 
