@@ -55,3 +55,12 @@ def test_cli_imports_only_the_public_api() -> None:
 def test_the_public_module_exports_what_it_lists() -> None:
     missing = [name for name in api.__all__ if not hasattr(api, name)]
     assert not missing
+
+
+def test_memory_tells_the_store_kind_and_gives_the_browse_queries() -> None:
+    from cam_engine import Memory
+
+    assert Memory.is_neo4j_location("bolt+s://db.example:7687")
+    assert Memory.is_neo4j_location("neo4j://localhost")
+    assert not Memory.is_neo4j_location("memory.db")
+    assert "$memory" in Memory.browser_query("browse_levels")
