@@ -173,24 +173,6 @@ def has_credentials(location: str) -> bool:
 
 
 @dataclass(frozen=True)
-class FaultPoint:
-    """The Nth hit (from 1) of a named fault-injection checkpoint (cam_engine/faults.py)."""
-
-    name: str
-    hit: int
-
-
-def _fault_point(env: dict[str, str], name: str) -> FaultPoint | None:
-    text = env.get(name)
-    if not text:
-        return None
-    point, _, hit = text.rpartition(":")
-    if not point or not hit.isdigit() or int(hit) < 1:
-        raise ConfigError(f"{name} must be CHECKPOINT:N with N >= 1, got {text!r}")
-    return FaultPoint(point, int(hit))
-
-
-@dataclass(frozen=True)
 class Environment:
     """Where the memory lives and which backends to use; read from ``CAM_*`` once."""
 
@@ -218,11 +200,6 @@ class Environment:
     embed_batch_size: int | None = None
     embed_base_url: str | None = None  # API root of an openai:NAME embedding model
     embed_api_key: str | None = None
-    # Test knobs (cam_engine/faults.py): SIGKILL this process at a checkpoint's Nth hit
-    # (CAM_CRASH_AT=applied:3), or pause there until CAM_PAUSE_FILE is removed.
-    crash_at: FaultPoint | None = None
-    pause_at: FaultPoint | None = None
-    pause_file: str | None = None
     # What one input may cost (CAM_MAX_* variables): cam_engine/limits.py.
     limits: Limits = field(default_factory=Limits)
 
@@ -253,9 +230,6 @@ class Environment:
             embed_batch_size=_number(env, "CAM_EMBED_BATCH_SIZE", int),
             embed_base_url=env.get("CAM_EMBED_BASE_URL") or None,
             embed_api_key=env.get("CAM_EMBED_API_KEY") or env.get("OPENAI_API_KEY") or None,
-            crash_at=_fault_point(env, "CAM_CRASH_AT"),
-            pause_at=_fault_point(env, "CAM_PAUSE_AT"),
-            pause_file=env.get("CAM_PAUSE_FILE") or None,
             limits=Limits.from_env(env),
         )
 

@@ -12,7 +12,8 @@ With ``CAM_CRASH_AT=POINT:N`` the process sends itself SIGKILL at the Nth hit of
 POINT (counted from 1, in this process); with ``CAM_PAUSE_AT=POINT:N`` and
 ``CAM_PAUSE_FILE=PATH`` it writes its pid to PATH at that hit and waits until PATH is
 removed (so a test can kill a database server at a known point), then carries on.
-Both are read once, through ``config.Environment``. Without them a checkpoint is one
+Both are read from the process environment once, here: they are no part of
+``config.Environment``, which holds only what users configure. Without them a checkpoint is one
 global lookup and a return: nothing measurable.
 
 tests/integration/test_crash.py and ``python -m cam_engine.bench.crash`` use them.
@@ -26,10 +27,10 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cam_engine.config import Environment, FaultPoint
 from cam_engine.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -40,25 +41,47 @@ _POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
+class FaultPoint:
+    """The Nth hit (from 1) of a named checkpoint."""
+
+    name: str
+    hit: int
+
+
+def _fault_point(env: Mapping[str, str], name: str) -> FaultPoint | None:
+    text = env.get(name)
+    if not text:
+        return None
+    point, _, hit = text.rpartition(":")
+    if not point or not hit.isdigit() or int(hit) < 1:
+        raise ConfigError(f"{name} must be CHECKPOINT:N with N >= 1, got {text!r}")
+    return FaultPoint(point, int(hit))
+
+
+@dataclass(frozen=True)
 class FaultPlan:
     crash_at: FaultPoint | None = None
     pause_at: FaultPoint | None = None
     pause_file: Path | None = None
 
     @classmethod
-    def from_environment(cls, env: Environment) -> FaultPlan | None:
-        """The plan the environment asks for, or None (checkpoints do nothing)."""
-        if env.crash_at is None and env.pause_at is None:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> FaultPlan | None:
+        """The plan CAM_CRASH_AT, CAM_PAUSE_AT and CAM_PAUSE_FILE ask for (in ``env``,
+        default the process environment), or None (checkpoints do nothing)."""
+        env = os.environ if env is None else env
+        crash_at = _fault_point(env, "CAM_CRASH_AT")
+        pause_at = _fault_point(env, "CAM_PAUSE_AT")
+        pause_file = env.get("CAM_PAUSE_FILE") or None
+        if crash_at is None and pause_at is None:
             return None
-        for point in (env.crash_at, env.pause_at):
+        for point in (crash_at, pause_at):
             if point is not None and point.name not in CHECKPOINTS:
                 raise ConfigError(
                     f"unknown fault checkpoint {point.name!r}; known: {', '.join(CHECKPOINTS)}"
                 )
-        if env.pause_at is not None and env.pause_file is None:
+        if pause_at is not None and pause_file is None:
             raise ConfigError("CAM_PAUSE_AT needs CAM_PAUSE_FILE (where the pid is written)")
-        pause_file = Path(env.pause_file) if env.pause_file else None
-        return cls(env.crash_at, env.pause_at, pause_file)
+        return cls(crash_at, pause_at, Path(pause_file) if pause_file else None)
 
 
 _UNREAD = object()
@@ -88,7 +111,7 @@ def checkpoint(name: str) -> None:
     if plan is None:
         return
     if plan is _UNREAD:
-        arm(FaultPlan.from_environment(Environment.from_env()))
+        arm(FaultPlan.from_env())
         plan = _plan
         if plan is None:
             return

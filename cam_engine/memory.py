@@ -38,7 +38,8 @@ from cam_engine.retrieval import Retrieval, context_passages
 from cam_engine.retrieval.strategies import ADAPTER, AskOptions, strategy_named
 from cam_engine.retrieval.strategies import DEFAULT as DEFAULT_STRATEGY
 from cam_engine.sources import API_OPTIONS, AllowedRoots, OptionNames
-from cam_engine.store.base import DocumentRecord, GraphStore, open_store
+from cam_engine.store.base import DocumentRecord, GraphStore, is_neo4j_uri, open_store
+from cam_engine.store.cypher import load_query
 from cam_engine.transfer import ExportFile, TransferReport, export_memory, import_memory
 from cam_engine.types import CHUNK, SUMMARY, Node, ViewNode
 
@@ -255,6 +256,19 @@ class Memory:
     def location(self) -> str:
         """The store: a SQLite file's absolute path or a Neo4j URI."""
         return self.store.location
+
+    @staticmethod
+    def is_neo4j_location(location: str | Path) -> bool:
+        """Whether a store location (as ``Memory.open`` takes it) names a Neo4j server
+        (a bolt:// or neo4j:// URI, with or without +s / +ssc) rather than a SQLite file."""
+        return is_neo4j_uri(location)
+
+    @staticmethod
+    def browser_query(name: str) -> str:
+        """The Cypher of the package's query ``name`` (cypher/<name>.cypher), as shipped,
+        for a person to run in Neo4j Browser (``cam browse`` prints the browse_* ones);
+        a name with no such file is a ``StoreError``."""
+        return load_query(name)
 
     def count_chunks(self) -> int:
         return self.store.count_nodes(0)

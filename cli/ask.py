@@ -7,6 +7,7 @@ import sys
 import click
 
 from cam_engine import Environment, Memory
+from cam_engine.api import ADAPTER, DEFAULT, described, strategy_named
 from cam_engine.cli.options import (
     LiveHelp,
     StrategyName,
@@ -22,7 +23,6 @@ from cam_engine.cli.options import (
 from cam_engine.cli.progress import ProgressLines
 from cam_engine.cli.terminal import printable
 from cam_engine.errors import CamError
-from cam_engine.retrieval.strategies import ADAPTER, DEFAULT, described, strategy_named
 
 
 def _require_chunks(memory: Memory) -> None:
@@ -169,7 +169,7 @@ def ask(
             chat = chat_for(llm, Environment.from_env())
             selector = answerer = None
             if chat is not None:
-                from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
+                from cam_engine.api import ChatAnswerer, ChatSelector
 
                 selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
             # Offline, the CAM strategies answer in a moment: only LLM turns and the

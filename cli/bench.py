@@ -11,9 +11,9 @@ import click
 from click.core import ParameterSource
 
 from cam_engine import Environment
+from cam_engine.api import EVAL, require_extra
 from cam_engine.bench import shared_data_dir
 from cam_engine.cli.options import MODEL_SPEC, device_option, echo_json
-from cam_engine.extras import EVAL, require_extra
 
 Command = Callable[..., Any]
 

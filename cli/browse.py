@@ -9,10 +9,8 @@ from urllib.parse import urlencode, urlsplit
 
 import click
 
-from cam_engine import Environment
+from cam_engine import Environment, Memory
 from cam_engine.cli.options import memory_options, open_memory
-from cam_engine.store.base import is_neo4j_uri
-from cam_engine.store.cypher import load_query
 
 BOLT_PORT = 7687  # the driver's default when a URI names no port
 BROWSER_PORT = 7474  # Neo4j's HTTP connector, which serves Browser at /browser/
@@ -62,7 +60,9 @@ def style_sheet() -> tuple[str, Path | None]:
 
 
 def _query(name: str) -> str:
-    return "\n".join(line for line in load_query(name).splitlines() if not line.startswith("//"))
+    return "\n".join(
+        line for line in Memory.browser_query(name).splitlines() if not line.startswith("//")
+    )
 
 
 def _param(name: str, value: object) -> str:
@@ -92,7 +92,7 @@ def browse(
     """
     env = Environment.from_env()
     location = store if store is not None else env.store
-    if not is_neo4j_uri(location):
+    if not Memory.is_neo4j_location(location):
         raise click.ClickException(
             "cam browse needs a memory in Neo4j: pass --store bolt://HOST:7687 "
             "(or set CAM_STORE / CAM_NEO4J_URI)"

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cam_engine.api import EVAL, require_extra
 from cam_engine.cli.options import LiveHelp, chat_for, device_option, echo_json, llm_option
 from cam_engine.errors import CamError
-from cam_engine.extras import EVAL, require_extra
 
 if TYPE_CHECKING:
-    from cam_engine.embed.caching import CachingEmbedder
+    from cam_engine.api import CachingEmbedder
 
 KINDS = ("hotpotqa", "musique", "2wiki", "qmsum", "locomo", "jsonl", "niah", "books")
 PROGRESS_INTERVAL = 30.0  # seconds between progress lines when stderr is not a terminal
@@ -29,9 +29,9 @@ STAGES = {
 
 def _strategies_help() -> str:
     """--strategies' help, with the registry's names as they are when it is shown."""
+    from cam_engine.api import STRATEGIES
     from cam_engine.eval.books import default_strategies
     from cam_engine.eval.contexts import strategy_names
-    from cam_engine.retrieval.strategies import STRATEGIES
 
     return (
         "Comma-separated `cam ask --strategy` names, of: "
@@ -318,7 +318,7 @@ def eval_command(
     answerer = None
     chat = chat_for(llm, Environment.from_env())
     if chat is not None:
-        from cam_engine.llm.tasks import ChatAnswerer
+        from cam_engine.api import ChatAnswerer
 
         answerer = ChatAnswerer(chat)
     if queries is not None and kind != "qmsum":
@@ -506,9 +506,7 @@ def _caching_embedder(
     """The embedder an evaluation runs with (--embed-model, else $CAM_EMBED_MODEL, else
     the default), its vectors kept by text in --embed-cache between runs."""
     from cam_engine import Environment
-    from cam_engine.config import DEFAULT_EMBED_MODEL
-    from cam_engine.embed import load_embedder
-    from cam_engine.embed.caching import CachingEmbedder
+    from cam_engine.api import DEFAULT_EMBED_MODEL, CachingEmbedder, load_embedder
 
     env = Environment.from_env()
     inner = load_embedder(

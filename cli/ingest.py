@@ -8,6 +8,18 @@ from typing import Any
 import click
 
 from cam_engine import Environment, Memory, Settings
+from cam_engine.api import (
+    CLI_OPTIONS,
+    PAGE,
+    BatchReport,
+    DocumentChange,
+    IngestError,
+    IngestReport,
+    check_encoding,
+    document_changes,
+    format_names,
+    sample_path,
+)
 from cam_engine.cli.interrupts import exit_interrupted
 from cam_engine.cli.options import (
     chat_for,
@@ -20,18 +32,7 @@ from cam_engine.cli.options import (
     plural,
 )
 from cam_engine.cli.terminal import printable
-from cam_engine.engine.reports import (
-    BatchReport,
-    DocumentChange,
-    IngestError,
-    IngestReport,
-    document_changes,
-)
 from cam_engine.errors import CamError, StoreUnavailableError, StoreWriteError
-from cam_engine.formats import format_names
-from cam_engine.samples import sample_path
-from cam_engine.sources import CLI_OPTIONS, check_encoding
-from cam_engine.types import PAGE
 
 _SETTING_OPTIONS = {
     "chunk_tokens": int,

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
+from cam_engine.api import CHUNK
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
 from cam_engine.cli.terminal import printable
-from cam_engine.types import CHUNK
 
 SHOWN = 20  # documents listed by name in cam stats' text output
 

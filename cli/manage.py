@@ -6,11 +6,10 @@ from __future__ import annotations
 import click
 
 from cam_engine import Environment, Memory
+from cam_engine.api import BatchReport, memories_in
 from cam_engine.cli.options import echo_json, json_option, memory_options, open_memory, plural
 from cam_engine.cli.terminal import printable
-from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import CamError
-from cam_engine.memory import memories_in
 
 
 @click.command()

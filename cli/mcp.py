@@ -9,6 +9,7 @@ from dataclasses import replace
 import click
 
 from cam_engine import Environment
+from cam_engine.api import Answerer, ChatModel, Selector
 from cam_engine.cli.options import (
     chat_for,
     device_option,
@@ -17,7 +18,6 @@ from cam_engine.cli.options import (
     summarizer_for,
 )
 from cam_engine.errors import CamError
-from cam_engine.llm.base import Answerer, ChatModel, Selector
 from cam_engine.serve.http_settings import (
     KEEP_ALIVE_SECONDS,
     MAX_CONNECTIONS,
@@ -189,7 +189,7 @@ def mcp(
     answerer: Answerer | None = None
     chat: ChatModel | None = chat_for(llm, env)
     if chat is not None:
-        from cam_engine.llm.tasks import ChatAnswerer, ChatSelector
+        from cam_engine.api import ChatAnswerer, ChatSelector
 
         selector, answerer = ChatSelector(chat), ChatAnswerer(chat)
 

@@ -12,10 +12,16 @@ import click
 from click.shell_completion import CompletionItem
 
 from cam_engine import Environment, Memory, Settings
+from cam_engine.api import (
+    STRATEGIES,
+    ChatModel,
+    ExtractiveSummarizer,
+    Summarizer,
+    open_chat,
+    parse_llm_spec,
+    strategy_named,
+)
 from cam_engine.errors import CamError
-from cam_engine.llm import ChatModel, ExtractiveSummarizer, Summarizer
-from cam_engine.llm.backends import open_chat, parse_llm_spec
-from cam_engine.retrieval.strategies import STRATEGIES, strategy_named
 
 
 def memory_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -135,7 +141,7 @@ def summarizer_for(spec: str, env: Environment) -> Summarizer:
     chat = chat_for(spec, env)
     if chat is None:
         return ExtractiveSummarizer()
-    from cam_engine.llm import ChatSummarizer
+    from cam_engine.api import ChatSummarizer
 
     return ChatSummarizer(chat)
 

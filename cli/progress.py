@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import click
 
-from cam_engine.progress import Progress
+from cam_engine.api import Progress
 
 PLAIN_INTERVAL = 10.0  # seconds between plain progress lines (the first and last always)
 

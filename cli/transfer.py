@@ -7,11 +7,11 @@ import sys
 import click
 
 from cam_engine import Environment, Memory
+from cam_engine.api import TransferReport
 from cam_engine.cli.options import echo_json, json_option, open_memory, plural
 from cam_engine.cli.progress import ProgressLines
 from cam_engine.cli.terminal import printable
 from cam_engine.errors import CamError
-from cam_engine.transfer import TransferReport
 
 STORE_HELP = (
     "SQLite file, or a bolt:// or neo4j:// URI (default: $CAM_STORE, else $CAM_NEO4J_URI, "

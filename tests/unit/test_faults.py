@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from cam_engine import faults
-from cam_engine.config import Environment, FaultPoint
+from cam_engine.config import Environment
 from cam_engine.errors import ConfigError
-from cam_engine.faults import FaultPlan, arm, checkpoint
+from cam_engine.faults import FaultPlan, FaultPoint, arm, checkpoint
 
 
 @pytest.fixture(autouse=True)
@@ -25,28 +25,28 @@ def disarmed() -> Iterator[None]:
     arm(None)
 
 
-def test_the_knobs_are_read_by_the_environment() -> None:
-    env = Environment.from_env(
-        {"CAM_CRASH_AT": "applied:3", "CAM_PAUSE_AT": "committed:1", "CAM_PAUSE_FILE": "/x"}
+def test_the_knobs_are_read_by_the_fault_plan_not_the_environment() -> None:
+    knobs = {"CAM_CRASH_AT": "applied:3", "CAM_PAUSE_AT": "committed:1", "CAM_PAUSE_FILE": "/x"}
+    assert FaultPlan.from_env(knobs) == FaultPlan(
+        crash_at=FaultPoint("applied", 3),
+        pause_at=FaultPoint("committed", 1),
+        pause_file=Path("/x"),
     )
-    assert env.crash_at == FaultPoint("applied", 3)
-    assert env.pause_at == FaultPoint("committed", 1)
-    assert env.pause_file == "/x"
-    assert Environment.from_env({}).crash_at is None
-    assert FaultPlan.from_environment(Environment.from_env({})) is None
+    assert FaultPlan.from_env({}) is None
+    assert Environment.from_env(knobs) == Environment.from_env({})
 
 
 @pytest.mark.parametrize("text", ["applied", "applied:0", "applied:x", ":3", "applied:-1"])
 def test_a_malformed_point_is_a_config_error(text: str) -> None:
     with pytest.raises(ConfigError, match="CAM_CRASH_AT"):
-        Environment.from_env({"CAM_CRASH_AT": text})
+        FaultPlan.from_env({"CAM_CRASH_AT": text})
 
 
 def test_an_unknown_checkpoint_or_a_pause_without_a_file_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown fault checkpoint"):
-        FaultPlan.from_environment(Environment.from_env({"CAM_CRASH_AT": "nowhere:1"}))
+        FaultPlan.from_env({"CAM_CRASH_AT": "nowhere:1"})
     with pytest.raises(ConfigError, match="CAM_PAUSE_FILE"):
-        FaultPlan.from_environment(Environment.from_env({"CAM_PAUSE_AT": "applied:1"}))
+        FaultPlan.from_env({"CAM_PAUSE_AT": "applied:1"})
 
 
 def test_an_unarmed_checkpoint_does_nothing() -> None:

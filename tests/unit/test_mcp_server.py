@@ -21,9 +21,8 @@ from mcp.types import CallToolResult
 
 from cam_engine import Environment, Memory, Settings
 from cam_engine.cli.mcp import parse_http
-from cam_engine.config import FaultPoint
 from cam_engine.embed import HashingEmbedder
-from cam_engine.faults import FaultPlan, arm
+from cam_engine.faults import FaultPlan, FaultPoint, arm
 from cam_engine.llm import ExtractiveSummarizer, SummaryResult
 from cam_engine.serve.mcp import create_server
 from cam_engine.serve.tools import READERS, MemoryTools
