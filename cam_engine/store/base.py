@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from cam_engine.config import Environment, redact_credentials
-from cam_engine.errors import ConfigError, NotFoundError
+from cam_engine.errors import ConfigError
 from cam_engine.types import Edge, Node, Replica, ViewNode
 
 if TYPE_CHECKING:
@@ -298,16 +298,24 @@ class GraphStore(BuilderStore, ViewStore, TransferStore, Protocol):
 
 
 IN_MEMORY = ":memory:"
-NEO4J_SCHEMES = {"neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
 # "scheme://..." (two or more letters, so a path never looks like one), and a Neo4j
 # scheme missing a slash: both would otherwise become SQLite files named "http:/...".
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 _BROKEN_NEO4J_URI = re.compile(r"^(neo4j|bolt)(\+s|\+ssc)?:(?!//)", re.IGNORECASE)
 
 
-def is_neo4j_uri(location: str | Path) -> bool:
+def backend_name(location: str | Path) -> str:
+    """The name of the registered backend (store.registry) that serves a location:
+    the one whose URI scheme it has, or the path backend (SQLite) for a path."""
+    from cam_engine.store import registry
+
     uri = _URI.match(str(location))
-    return uri is not None and uri.group(1).lower() in NEO4J_SCHEMES
+    served = registry.backend_for_scheme(uri.group(1)) if uri else None
+    return served.name if served is not None else registry.PATH_BACKEND
+
+
+def is_neo4j_uri(location: str | Path) -> bool:
+    return backend_name(location) == "neo4j"
 
 
 def open_store(
@@ -317,12 +325,15 @@ def open_store(
     *,
     create: bool = True,
 ) -> GraphStore:
-    """A store for a location: ``neo4j://`` / ``bolt://`` URIs or a SQLite file path.
+    """A store for a location: a URI whose scheme a registered backend serves
+    (store.registry: ``neo4j://`` / ``bolt://``) or a SQLite file path.
 
     Neo4j credentials and database come from ``environment`` (CAM_NEO4J_USER,
     CAM_NEO4J_PASSWORD, CAM_NEO4J_DATABASE). With ``create=False`` a SQLite file that
     does not exist is an error instead of a new empty store (commands that only read).
     """
+    from cam_engine.store import registry
+
     text = str(location)
     if not text.strip():  # Path("") is ".": it would name this folder
         raise ConfigError(
@@ -337,29 +348,17 @@ def open_store(
         )
     uri = _URI.match(text)
     if uri:
-        scheme = uri.group(1).lower()
-        if scheme not in NEO4J_SCHEMES:
+        served = registry.backend_for_scheme(uri.group(1))
+        if served is None:
             raise ConfigError(
                 f"unknown store URI scheme {uri.group(1)!r} in {redact_credentials(text)!r}: "
                 "a store is a SQLite file path or a bolt:// or neo4j:// URI (+s or +ssc for TLS)"
             )
-        from cam_engine.store.neo4j import Neo4jStore
-
-        env = environment or Environment.from_env()
-        return Neo4jStore.connect(
-            scheme + text[len(uri.group(1)) :],
-            memory,
-            user=env.neo4j_user,
-            password=env.neo4j_password,
-            database=env.neo4j_database,
-        )
+        # The scheme in lower case: drivers compare it as written.
+        normal = uri.group(1).lower() + text[len(uri.group(1)) :]
+        return served.open(normal, memory, environment, create=create)
     if _BROKEN_NEO4J_URI.match(text):
         raise ConfigError(
             f"malformed Neo4j URI {redact_credentials(text)!r}: write it as bolt://HOST:PORT"
         )
-    path = Path(text).expanduser()
-    if not create and not path.exists():
-        raise NotFoundError(f"no store at {path}: nothing has been ingested there yet")
-    from cam_engine.store.sqlite import SqliteStore
-
-    return SqliteStore(path, memory)
+    return registry.backend(registry.PATH_BACKEND).open(text, memory, environment, create=create)

@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.config import has_credentials, redact_credentials, validate_memory_name
+from cam_engine.config import (
+    Environment,
+    has_credentials,
+    redact_credentials,
+    validate_memory_name,
+)
 from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
 from cam_engine.extras import NEO4J, require_extra
 from cam_engine.names import chunk_names
@@ -90,6 +95,22 @@ class Neo4jStore:
         # typeshed types Counter values as int; these are float seconds, which Counter
         # handles at runtime (bench/stores.py subtracts two of them).
         self.query_seconds: Counter[str] = Counter()
+
+    @classmethod
+    def open_location(
+        cls, location: str, memory: str, environment: Environment | None, *, create: bool
+    ) -> Neo4jStore:
+        """The store at a bolt:// or neo4j:// URI; the user, password and database come
+        from ``environment`` (CAM_NEO4J_USER, CAM_NEO4J_PASSWORD, CAM_NEO4J_DATABASE).
+        ``create`` changes nothing: a server holds many memories, made when written."""
+        env = environment or Environment.from_env()
+        return cls.connect(
+            location,
+            memory,
+            user=env.neo4j_user,
+            password=env.neo4j_password,
+            database=env.neo4j_database,
+        )
 
     @classmethod
     def connect(

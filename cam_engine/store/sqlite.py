@@ -20,8 +20,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from cam_engine.config import validate_memory_name
-from cam_engine.errors import StoreError, StoreWriteError
+from cam_engine.config import Environment, validate_memory_name
+from cam_engine.errors import NotFoundError, StoreError, StoreWriteError
 from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import GraphChange, apply_change
@@ -63,6 +63,17 @@ class SqliteStore:
     # A read transaction in WAL mode sees the last commit before it began, whatever a
     # writer on another connection does meanwhile.
     isolated_snapshots = True
+
+    @classmethod
+    def open_location(
+        cls, location: str, memory: str, environment: Environment | None, *, create: bool
+    ) -> SqliteStore:
+        """The store at a file path (``~`` expanded); with ``create=False`` a file that
+        does not exist is a ``NotFoundError`` (commands that only read)."""
+        path = Path(location).expanduser()
+        if not create and not path.exists():
+            raise NotFoundError(f"no store at {path}: nothing has been ingested there yet")
+        return cls(path, memory)
 
     def __init__(self, path: Path, memory: str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self._memory = validate_memory_name(memory)
