@@ -59,7 +59,7 @@ from cam_engine.engine.reports import BatchReport
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
 from cam_engine.sources import read_text
-from cam_engine.store.base import is_neo4j_uri
+from cam_engine.store.base import backend_name, is_neo4j_uri
 
 
 def _phase_totals(reports: list[BatchReport]) -> dict[str, float]:
@@ -181,7 +181,7 @@ def run(
         "names_ms_per_chunk": round(
             1000 * sum(r.seconds.get("names", 0.0) for r in reports) / max(1, chunks), 3
         ),
-        "store": "neo4j" if is_neo4j_uri(location) else "sqlite",
+        "store": backend_name(location),
         "store_calls_per_batch": statistics.median(r.store_calls for r in reports)
         if reports
         else None,

@@ -42,7 +42,7 @@ from cam_engine.engine.reports import BatchReport, IngestReport
 from cam_engine.errors import InputError
 from cam_engine.memory import Memory
 from cam_engine.sources import read_text
-from cam_engine.store.base import is_neo4j_uri
+from cam_engine.store.base import backend_name, is_neo4j_uri
 
 UPDATED, DELETED, DONOR = "pg2701.txt", "pg84.txt", "pg1342.txt"  # Moby Dick, Frankenstein
 PARAGRAPH_DOCUMENT = "moby-paragraph"  # the update's added chunks as a document of their own
@@ -279,7 +279,7 @@ def _operations(
         alone_s, alone = _alone(
             alone_at, f"{name}-alone", settings, embedder, new_texts, batch_size
         )
-    kind = "neo4j" if is_neo4j_uri(str(full_at)) else "sqlite"
+    kind = backend_name(str(full_at))
     runs = _Runs(
         kind, shape, build, update_s, update, delete_s, deleted, alone_s, alone, in_full_s, in_full
     )

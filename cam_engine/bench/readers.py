@@ -30,6 +30,7 @@ from cam_engine import Memory
 from cam_engine.bench.crash import DEFAULT_BOOK, cam_argv, child_env
 from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import NotFoundError
+from cam_engine.store.base import backend_name
 
 
 def observe(
@@ -66,7 +67,7 @@ def observe(
         writer.wait()
     ms = np.asarray(seconds) * 1000 if seconds else np.zeros(1)
     return {
-        "store": "neo4j" if store.startswith(("bolt", "neo4j")) else "sqlite",
+        "store": backend_name(store),
         "book": book.name,
         "batch_size": batch_size,
         "unprotected": unprotected,

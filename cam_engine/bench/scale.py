@@ -52,7 +52,7 @@ from cam_engine.embed import load_embedder
 from cam_engine.engine.reports import BatchReport
 from cam_engine.memory import Memory
 from cam_engine.retrieval.localize import DEPTH, hybrid
-from cam_engine.store.base import is_neo4j_uri
+from cam_engine.store.base import backend_name, is_neo4j_uri
 from cam_engine.types import Node
 
 DECADES = (10_000, 100_000, 1_000_000, 10_000_000)
@@ -140,7 +140,7 @@ def run(
             progress(
                 {
                     "kind": "progress",
-                    "store": "neo4j" if is_neo4j_uri(str(location)) else "sqlite",
+                    "store": backend_name(str(location)),
                     "chunks": added,
                     "seconds": round(time.perf_counter() - started, 1),
                     "engine_ms_per_chunk_last100": round(ms, 3),
@@ -163,7 +163,7 @@ def run(
                 )
             line = {
                 "chunks": added,
-                "store": "neo4j" if is_neo4j_uri(str(location)) else "sqlite",
+                "store": backend_name(str(location)),
                 "ingest_s": round(time.perf_counter() - started, 1),
                 **_batch_figures(reports[-10:]),
                 "rss_mb": _status_mb("VmRSS"),
