@@ -116,9 +116,6 @@ class ApproximateIndex:
 
     def vector(self, key: int) -> np.ndarray | None:
         """The vector held under ``key`` (half precision, widened), or None."""
-        return self._vector(key)
-
-    def _vector(self, key: int) -> np.ndarray | None:
         if not self._index.contains(key):
             return None
         return np.asarray(self._index.get(key, dtype="f32"), dtype=np.float32)
