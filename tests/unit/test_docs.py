@@ -1,9 +1,11 @@
 """The documentation keeps up with the code: every ``cam`` command and option is named
-in README.md or docs/*.md, and no file points at an issue tracker the project does not
-have. Each command and option is its own test case, so a failure names what is missing."""
+in README.md or docs/*.md, every source file the docs name exists, and no file points at
+an issue tracker the project does not have. Each command and option is its own test
+case, so a failure names what is missing."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +83,41 @@ def test_command_is_documented(docs: str, name: str) -> None:
 )
 def test_option_is_documented(docs: str, command: str, flag: str) -> None:
     assert mentions(docs, flag), f"{flag} of `{command}` is not in the docs"
+
+
+# A source file named in the docs: `cam_engine/store/batch.py`, `store/batch.py` or
+# `batch.py` (a path relative to the folder the text is about).
+CITED_FILE = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*[\w-]+\.(?:py|cypher|toml))(?![\w/])")
+# Named in the docs without being a file of the repository.
+NOT_FILES = {
+    "cam_engine.cypher",  # the package the cypher/ folder is installed as
+    "my_cam.py",  # docs/extending.md: the user's own module in an example
+    ".devcheck/gpu_check.py",  # docs/benchmarks.md: a script outside the repository
+}
+SKIPPED_PARTS = {".git", ".venv", "__pycache__", "node_modules"}
+
+
+def repository_files() -> list[str]:
+    files = []
+    for folder, subfolders, names in os.walk(REPO):
+        subfolders[:] = [s for s in subfolders if s not in SKIPPED_PARTS]
+        base = Path(folder).relative_to(REPO)
+        files += [(base / name).as_posix() for name in names]
+    return files
+
+
+def test_cited_files_exist() -> None:
+    files = repository_files()
+    missing = [
+        f"{doc.relative_to(REPO)}:{number}: {cited}"
+        for doc in DOC_FILES
+        for number, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), 1)
+        for cited in CITED_FILE.findall(line)
+        if not cited.startswith("../")
+        and cited not in NOT_FILES
+        and not any(f == cited or f.endswith("/" + cited) for f in files)
+    ]
+    assert not missing, "the docs name files that do not exist:\n" + "\n".join(missing)
 
 
 def tracker_free_files() -> Iterator[Path]:
