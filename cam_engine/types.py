@@ -14,6 +14,9 @@ import numpy as np
 
 CHUNK = "chunk"
 SUMMARY = "summary"
+# Marks a summary of the covering top levels (in its props): it groups roots, not a
+# cluster (engine/summaries.py).
+COVER = "cover"
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,10 @@ def structure_view(structure: GraphStructure) -> dict[str, object]:
         "members": structure.members,
         "parents": {k: v for k, v in structure.parents.items() if v},
         "roots": structure.roots,
+        "cover_by_level": {k: v for k, v in structure.cover_by_level.items() if v},
+        "cover_by_text": structure.cover_by_text,
+        "cover_members": {k: v for k, v in structure.cover_members.items() if v},
+        "cover_parent": structure.cover_parent,
         "counters": structure.counters,
         "documents": structure.documents,
         "settings": structure.settings,
@@ -188,8 +192,10 @@ def check_structure_is_stored(held: GraphStructure | None, store: GraphStore) ->
         generation = store.lock_generation()
         stored = GraphStructure.from_rows(store.read_structure())
     stored.generation = generation
-    for structure in (held, stored):  # the roots kept up are the nodes with no parent
-        assert structure.roots == {i for i in structure.nodes if not structure.parents.get(i)}
+    for structure in (held, stored):  # the roots kept up: no parent, not covering
+        assert structure.roots == {
+            i for i in structure.nodes if not structure.parents.get(i) and not structure.is_cover(i)
+        }
     mine, theirs = structure_view(held), structure_view(stored)
     for key in mine:
         assert mine[key] == theirs[key], f"held structure differs from the store in {key}"

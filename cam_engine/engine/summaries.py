@@ -17,27 +17,25 @@ import numpy as np
 
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
+from cam_engine.engine.cover import REGROUP_ROOTS, TOP_SIZE, keeps_cover, update_kept_cover
 from cam_engine.engine.reports import BatchReport
 from cam_engine.engine.timing import PhaseClock
 from cam_engine.graph.hierarchy import group_roots
 from cam_engine.llm.base import EXTRACTIVE, Summarizer, SummaryResult
 from cam_engine.store.batch import BatchStore
-from cam_engine.types import SUMMARY, Node
+from cam_engine.types import COVER, SUMMARY, Node
 
-# The covering top level has at most this many nodes (more roots get more levels).
-TOP_SIZE = 10
+# The covering top level has at most TOP_SIZE nodes (more roots get more levels).
 # A covering level whose kept groups fall short of its target is grouped again from
 # scratch, so that its groups follow similarity over the whole memory (the top-down walk,
 # traverse, relies on it: on the hard HotpotQA questions it loses 0.16 recall at
 # 1,000 tokens when groups are only ever extended). That costs O(roots^2) and rewrites
 # most covering summaries (an LLM call each) in every batch, and a level below the top
 # (target ceil(roots / max_cluster_size)) nearly always falls short: with more roots
-# than this (a document whose chunks do not cluster, every chunk a root), the levels
-# below the top keep their groups and place the new roots among them. The top level
+# than REGROUP_ROOTS (a document whose chunks do not cluster, every chunk a root), the
+# levels below the top keep their groups and place the new roots among them, and from
+# the next batch on they are kept between batches (engine/cover.py). The top level
 # (at most TOP_SIZE nodes) is always regrouped.
-REGROUP_ROOTS = 1000
-# Marks a node of the covering top levels (props): it groups roots, not a cluster.
-COVER = "cover"
 # A cluster summary's props: the ids of the members its text was written from (sorted).
 # They differ from its members once a change too small to rewrite it has passed
 # (``must_rewrite``), and say which texts the summary may hold when one is removed.
@@ -188,15 +186,24 @@ class SummaryWriter:
             earlier.add(text)
         return repeated
 
-    def take_cover(self) -> Cover:
+    def take_cover(self, *, keep: bool = True) -> Cover | None:
         """Remove the covering top levels (rebuilt after the batch), keeping their nodes
-        by (level, members) so an unchanged group keeps its summary without a call."""
+        by (level, members) so an unchanged group keeps its summary without a call.
+        With ``keep``, past ``REGROUP_ROOTS`` roots they stay instead (None): apart from
+        the clustered levels, to be brought up to date after them (engine/cover.py)."""
+        if keep and keeps_cover(self.store, self.settings.max_levels):
+            return None
+        return self.take_down(self.store.cover_levels())
+
+    def take_down(self, levels: Collection[int]) -> Cover:
+        """Remove these covering levels, keeping their nodes by (level, members)."""
         store = self.store
+        cache = store.cover_cache
         old: Cover = {}
-        for level in sorted(store.levels(), reverse=True):
-            ids = [n.id for n in store.infos_at_level(level) if n.props.get(COVER)]
-            if not ids:
-                break
+        for level in sorted(levels, reverse=True):
+            if cache:
+                cache.pop(level, None)
+            ids = store.cover_ids(level)
             members = store.members_of(ids)
             for node in store.get_nodes(ids, embeddings=True).values():
                 old[(level, frozenset(members.get(node.id, ())))] = node
@@ -205,15 +212,21 @@ class SummaryWriter:
         return old
 
     def build_cover(
-        self, old: Cover, report: BatchReport, *, refreshed: Collection[str] = ()
+        self, old: Cover | None, report: BatchReport, *, refreshed: Collection[str] = ()
     ) -> None:
         """Group the roots (nodes without a parent) into covering levels until one level
         of at most ``TOP_SIZE`` nodes holds every root below it (``graph.hierarchy``).
+        ``old``: the levels ``take_cover`` took down, or None where it kept them.
         ``refreshed``: roots written again because text under them was removed; a
         group holding one is summarized again even when its members are the same. The
         covering nodes of ``old`` not put back are counted as removed."""
+        if old is None:
+            old = update_kept_cover(self, report, refreshed)
+            if old is None:
+                return
         self._build_cover(old, report, refreshed)
         report.top_summaries_removed += len(old)
+        self.store.take_root_changes()  # the levels were grouped from every root
 
     def _build_cover(self, old: Cover, report: BatchReport, refreshed: Collection[str]) -> None:
         s = self.settings
@@ -221,7 +234,21 @@ class SummaryWriter:
         if s.max_levels == 0 or not roots:
             return
         level = max(n.level for n in roots)
-        regroup = len(roots) <= REGROUP_ROOTS
+        self.group(roots, level, old, report, refreshed, regroup=len(roots) <= REGROUP_ROOTS)
+
+    def group(
+        self,
+        roots: list[Node],
+        level: int,
+        old: Cover,
+        report: BatchReport,
+        refreshed: Collection[str],
+        *,
+        regroup: bool,
+    ) -> None:
+        """Covering levels above ``level`` over ``roots`` (in (level, reading) order),
+        each started from the groups of ``old`` at the same step."""
+        s = self.settings
         # Past REGROUP_ROOTS, the i-th covering level starts from the previous batch's
         # i-th even when the levels below moved it up or down: a level started from
         # nothing groups every root from scratch, quadratically. Below it, a moved level
@@ -286,13 +313,18 @@ class SummaryWriter:
             else:
                 report.top_summaries_removed -= 1
                 pairs.append((node, group))
-        ids = [summary_id(label) for label in self.store.allocate_labels(level - 1, len(fresh))]
-        written = self.nodes(level, ids, fresh, report, {COVER: True}, keep_repeats=True)
+        written = self.nodes(
+            level, self.new_ids(level, len(fresh)), fresh, report, {COVER: True}, keep_repeats=True
+        )
         report.top_summaries_written += len(written)
         pairs.extend(zip(written, fresh, strict=True))
         self.store.upsert_nodes([node for node, _ in pairs])
         self.store.set_members({node.id: {m.id for m in g} for node, g in pairs}, level)
         return [node for node, _ in pairs]
+
+    def new_ids(self, level: int, count: int) -> list[str]:
+        """Ids for new covering nodes of a level (from the labels of the level below)."""
+        return [summary_id(label) for label in self.store.allocate_labels(level - 1, count)]
 
     def _summarize_all(self, groups: list[list[Node]]) -> list[SummaryResult]:
         """Summaries of independent clusters; an LLM backend gets up to

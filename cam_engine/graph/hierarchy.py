@@ -15,7 +15,9 @@ Two pure steps, no I/O:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -154,13 +156,13 @@ def _placed(
     group_of = {i: row for row, g in enumerate(members) for i in g}
     at_rank = {(docs[i], rank[i]): i for i in range(len(vectors)) if docs[i] is not None}
     overflow: list[int] = []
-    units = _unit(sums) if sums is not None else None
+    units = unit(sums) if sums is not None else None
     sizes = np.array([len(g) for g in members], dtype=np.int64)
     for i in new:
         if sums is None or units is None:
             overflow.append(i)
             continue
-        score = alpha * (units @ _unit(vectors[i]))
+        score = alpha * (units @ unit(vectors[i]))
         near: dict[int, float] = {}  # group row -> proximity of its nearest member
         for d in range(1, _REACH + 1):
             for r in (rank[i] - d, rank[i] + d):
@@ -178,7 +180,7 @@ def _placed(
         group_of[i] = row
         sizes[row] += 1
         sums[row] += vectors[i]
-        units[row] = _unit(sums[row])
+        units[row] = unit(sums[row])
     for begin in range(0, len(overflow), max_size):
         members.append(overflow[begin : begin + max_size])
     return _without_singletons(members, vectors)
@@ -194,9 +196,9 @@ def _without_singletons(members: list[list[int]], vectors: np.ndarray) -> list[l
             if len(singles) < 2
             else [sorted(singles)]
         )
-    centroids = _unit(np.stack([vectors[g].sum(axis=0) for g in kept]))
+    centroids = unit(np.stack([vectors[g].sum(axis=0) for g in kept]))
     for i in singles:
-        kept[int(np.argmax(centroids @ _unit(vectors[i])))].append(i)
+        kept[int(np.argmax(centroids @ unit(vectors[i])))].append(i)
     return sorted((sorted(g) for g in kept), key=lambda g: g[0])
 
 
@@ -239,7 +241,7 @@ class _Agglomeration:
         self.sizes = np.array([len(g) for g in self.members], dtype=np.int64)
         self.alive = np.ones(len(self.members), dtype=bool)
         self.prox = _group_proximity(docs, rank, row_of, len(self.members))
-        self.units = _unit(self.sums)
+        self.units = unit(self.sums)
         self.score = alpha * (self.units @ self.units.T) + (1 - alpha) * self.prox
         self.count = len(self.members)
 
@@ -289,7 +291,7 @@ class _Agglomeration:
         self.count -= 1
         prox = self.prox
         prox[i] = prox[:, i] = np.maximum(prox[i], prox[j])
-        self.units[i] = _unit(self.sums[i])
+        self.units[i] = unit(self.sums[i])
         row = self.alpha * (self.units @ self.units[i]) + (1 - self.alpha) * prox[i]
         self.score[i] = self.score[:, i] = row
 
@@ -321,7 +323,8 @@ def _group_proximity(
     return prox
 
 
-def _unit(matrix: np.ndarray) -> np.ndarray:
+def unit(matrix: np.ndarray) -> np.ndarray:
+    """Each row (or the vector) scaled to length 1; a zero row stays zero."""
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     return np.asarray(matrix / np.where(norms == 0, 1.0, norms))
 
@@ -335,3 +338,160 @@ def _ranks(docs: Sequence[str | None], positions: Sequence[float | None]) -> lis
         rank[i] = seen.get(docs[i], 0)
         seen[docs[i]] = rank[i] + 1
     return rank
+
+
+class KeptGroups:
+    """One covering level's groups, kept between batches so that a batch places its new
+    nodes without reading the whole level: each group's vector sum and size, and the
+    reading order of the level below's nodes within each document (for proximity).
+
+    A new node goes to its best group with room, scored as ``_placed`` scores it
+    (``alpha * cosine(node, centroid) + (1 - alpha) * proximity``). A group's sum is
+    set from its members' vectors (``set_group``, in the caller's fixed order), so a
+    process that builds these from the stored groups holds the same sums as the one
+    that kept them; within a batch, ``add_member`` adds to it.
+    """
+
+    def __init__(self, dimensions: int, *, alpha: float, max_size: int) -> None:
+        self.alpha = alpha
+        self.max_size = max_size
+        self.row_of: dict[str, int] = {}
+        self.group_at: list[str | None] = []  # row -> group
+        self.sums = np.zeros((0, dimensions), dtype=np.float64)
+        self.units = np.zeros((0, dimensions), dtype=np.float64)
+        self.sizes = np.zeros(0, dtype=np.int64)
+        self.free: list[int] = []
+        # document -> its nodes (of the level below) by reading-order key, and each
+        # node's place there (a node that left may be gone from the store)
+        self.reading: dict[str, list[tuple[tuple[Any, ...], str]]] = {}
+        self.where: dict[str, tuple[str, tuple[Any, ...]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.row_of)
+
+    def set_group(self, group: str, vectors: np.ndarray) -> None:
+        """A group (new or changed) with its members' vectors."""
+        row = self.row_of.get(group)
+        if row is None:
+            row = self.free.pop() if self.free else self._grow()
+            self.row_of[group] = row
+            self.group_at[row] = group
+        self.sums[row] = np.asarray(vectors, dtype=np.float64).sum(axis=0)
+        self.units[row] = unit(self.sums[row])
+        self.sizes[row] = len(vectors)
+
+    def drop_group(self, group: str) -> None:
+        row = self.row_of.pop(group, None)
+        if row is not None:
+            self.group_at[row] = None
+            self.sums[row] = 0.0
+            self.units[row] = 0.0
+            self.sizes[row] = 0
+            self.free.append(row)
+
+    def add_member(self, group: str, vector: np.ndarray) -> None:
+        row = self.row_of[group]
+        self.sums[row] += vector
+        self.units[row] = unit(self.sums[row])
+        self.sizes[row] += 1
+
+    def size(self, group: str) -> int:
+        return int(self.sizes[self.row_of[group]])
+
+    def add_node(self, node: str, doc: str | None, key: tuple[Any, ...]) -> None:
+        """A node of the level below in its document's reading order (``key``: its
+        position, then level, then id), or moved there."""
+        self.drop_node(node)
+        if doc is not None:
+            insort(self.reading.setdefault(doc, []), (key, node))
+            self.where[node] = (doc, key)
+
+    def drop_node(self, node: str) -> None:
+        doc, key = self.where.pop(node, (None, ()))
+        order = self.reading.get(doc) if doc is not None else None
+        if order:
+            at = bisect_left(order, (key, node))
+            if at < len(order) and order[at][1] == node:
+                del order[at]
+
+    def place(
+        self,
+        nodes: Sequence[str],
+        vectors: np.ndarray,
+        places: Sequence[tuple[str | None, tuple[Any, ...]]],
+        group_of: Callable[[str], str | None],
+    ) -> list[str | None]:
+        """Each node in turn into its best group with room, which grows by it; None for
+        a node every group was full for. ``places``: each node's (document, reading
+        key), its place among the level below's nodes (``add_node``); ``group_of``: the
+        group a node of the level below is in, before this call.
+
+        The similarities of every node to every group are one matrix product; a
+        placement changes one group's centroid, so one column is computed again.
+        """
+        placed: dict[str, str] = {}
+
+        def current(node: str) -> str | None:
+            return placed.get(node) or group_of(node)
+
+        directions = unit(np.asarray(vectors, dtype=np.float64))
+        cosines = directions @ self.units.T if len(nodes) else np.zeros((0, len(self.sizes)))
+        chosen: list[str | None] = []
+        for i, node in enumerate(nodes):
+            score = self.alpha * cosines[i]
+            doc, key = places[i]
+            for row, proximity in self._near(doc, key, node, current).items():
+                score[row] += (1 - self.alpha) * proximity
+            score[(self.sizes == 0) | (self.sizes >= self.max_size)] = -np.inf
+            row = int(np.argmax(score)) if len(score) else 0
+            group = self.group_at[row] if len(score) and np.isfinite(score[row]) else None
+            chosen.append(group)
+            if group is None:
+                continue
+            placed[node] = group
+            self.add_member(group, vectors[i])
+            cosines[i + 1 :, row] = directions[i + 1 :] @ self.units[row]
+        return chosen
+
+    def most_similar(self, vector: np.ndarray) -> tuple[str | None, float]:
+        """The group of two or more members whose centroid is most similar, with its
+        cosine (None, -inf: there is none)."""
+        kept = np.flatnonzero(self.sizes > 1)
+        if not len(kept):
+            return None, -np.inf
+        scores = self.units[kept] @ unit(vector)
+        best = int(np.argmax(scores))
+        return self.group_at[int(kept[best])], float(scores[best])
+
+    def _near(
+        self,
+        doc: str | None,
+        key: tuple[Any, ...],
+        node: str,
+        group_of: Callable[[str], str | None],
+    ) -> dict[int, float]:
+        """Group row -> proximity of its nearest member in the node's document."""
+        order = self.reading.get(doc) if doc is not None else None
+        near: dict[int, float] = {}
+        if not order:
+            return near
+        at = bisect_left(order, (key, node))
+        for d in range(1, _REACH + 1):
+            for j in (at - d, at + d):
+                if 0 <= j < len(order):
+                    group = group_of(order[j][1])
+                    if group is not None and group in self.row_of:
+                        row = self.row_of[group]
+                        near[row] = max(near.get(row, 0.0), float(_PROXIMITY[d]))
+        return near
+
+    def _grow(self) -> int:
+        row = len(self.sizes)
+        capacity = max(16, 2 * row)
+        dims = self.sums.shape[1]
+        self.sums = np.vstack([self.sums, np.zeros((capacity - row, dims))])
+        self.units = np.vstack([self.units, np.zeros((capacity - row, dims))])
+        self.sizes = np.concatenate([self.sizes, np.zeros(capacity - row, dtype=np.int64)])
+        self.group_at.extend([None] * (capacity - row))
+        self.free.extend(range(capacity - 1, row, -1))
+        return row

@@ -238,8 +238,10 @@ class BatchStore:
         return {i: self._structure.nodes[i].text_key for i in ids if i in self._structure.nodes}
 
     def nodes_with_text(self, text: str) -> set[str]:
-        """Nodes whose text is ``text`` (whitespace aside)."""
-        return set(self._structure.by_text.get(text_key(text), ()))
+        """Nodes whose text is ``text`` (whitespace aside), covering nodes included."""
+        key = text_key(text)
+        s = self._structure
+        return set(s.by_text.get(key, ())) | s.cover_by_text.get(key, set())
 
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
         wanted = [i for i in dict.fromkeys(ids) if i in self._structure.nodes]
@@ -329,7 +331,7 @@ class BatchStore:
         for node_id in gone:  # all noted first: the links among them are stored ones
             self._note_deleted(node_id)
         for node_id in gone:
-            self._regrouped |= self._structure.parents.get(node_id, set())
+            self._regrouped |= self._structure.parents_of(node_id)
             self._structure.remove_node(node_id)
             self._read.pop(node_id, None)
         self._change.delete_nodes(gone)
@@ -407,10 +409,12 @@ class BatchStore:
 
     # --- hierarchy -------------------------------------------------------------------------------
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
-        members = self._structure.members
-        return {i: set(members[i]) for i in summary_ids if members.get(i)}
+        """Members of summaries, covering nodes included."""
+        s = self._structure
+        return {i: set(s.members_of(i)) for i in summary_ids if s.members_of(i)}
 
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
+        """The clustered levels' summaries of nodes (not their covering node)."""
         parents = self._structure.parents
         return {i: set(parents[i]) for i in node_ids if parents.get(i)}
 
@@ -420,6 +424,52 @@ class BatchStore:
             self._structure.set_members(summary, kept)
             self._change.members[summary] = (level, kept)
             self._regrouped.add(summary)
+
+    # --- the covering levels, kept apart (structure.py) ---------------------------------------
+    def cover_levels(self) -> list[int]:
+        return sorted(level for level, ids in self._structure.cover_by_level.items() if ids)
+
+    def cover_ids(self, level: int) -> list[str]:
+        return sorted(self._structure.cover_by_level.get(level, ()))
+
+    def cover_parents(self, ids: Iterable[str]) -> dict[str, str]:
+        """The covering node of each node that has one."""
+        parent = self._structure.cover_parent
+        return {i: parent[i] for i in ids if i in parent}
+
+    def root_ids(self) -> set[str]:
+        """The roots below the covering levels (a read-only view)."""
+        return self._structure.roots
+
+    def take_root_changes(self) -> tuple[set[str], set[str]]:
+        """(nodes that became or stopped being roots, or were removed; covering nodes
+        that lost a member) since the last call, which forgets them."""
+        s = self._structure
+        changes, shrunk = s.root_changes, s.cover_shrunk
+        s.root_changes, s.cover_shrunk = set(), set()
+        return changes, shrunk
+
+    @property
+    def cover_cache(self) -> Any:
+        """What the covering update keeps between batches (dropped with the structure)."""
+        return self._structure.cover_cache
+
+    @cover_cache.setter
+    def cover_cache(self, cache: Any) -> None:
+        self._structure.cover_cache = cache
+
+    def covers_with_text(self, keys: Iterable[bytes]) -> set[str]:
+        """Covering nodes whose text has one of these keys."""
+        by_text = self._structure.cover_by_text
+        return {i for key in keys for i in by_text.get(key, ())}
+
+    def written_text_keys(self) -> set[bytes]:
+        """Text keys of the nodes this batch wrote, covering nodes aside."""
+        return {
+            self._structure.nodes[i].text_key
+            for i in self._change.nodes
+            if i in self._structure.nodes and not self._structure.is_cover(i)
+        }
 
     # --- deleted, then written back as it was ---------------------------------------------
     def _note_deleted(self, node_id: str) -> None:
@@ -439,8 +489,8 @@ class BatchStore:
             return
         self._deleted_as[node_id] = _Deleted(
             stored,
-            frozenset(s.members.get(node_id, ())),
-            frozenset(s.parents.get(node_id, ())),
+            frozenset(s.members_of(node_id)),
+            frozenset(s.parents_of(node_id)),
             linked=bool(s.adjacency.get(node_id) or s.of_node.get(node_id)),
         )
 
@@ -467,7 +517,7 @@ class BatchStore:
             and not s.adjacency.get(node_id)
             and not s.of_node.get(node_id)
             and _same_node(before.node, change.nodes[node_id])
-            and s.members.get(node_id, set()) == before.members
+            and s.members_of(node_id) == before.members
             and all(p in change.deleted_nodes or p in change.members for p in before.parents)
         }
         gone = change.deleted_nodes - kept

@@ -137,8 +137,11 @@ class SqliteVectors:
         return VectorMatrix({r[0]: _vector(r[1]) for r in rows})
 
     def _rows_by_rowid(self, keys: Iterable[int]) -> dict[int, tuple[str, np.ndarray]]:
+        # "+memory": without it SQLite walks the memory's whole position index and tests
+        # each rowid against the list (0.5 s per batch at 53,000 chunks) instead of
+        # looking the rowids up.
         rows = self._q(
-            f"SELECT rowid, id, embedding FROM nodes WHERE rowid IN {_IDS} AND memory = ? "
+            f"SELECT rowid, id, embedding FROM nodes WHERE rowid IN {_IDS} AND +memory = ? "
             "AND embedding IS NOT NULL",
             json.dumps(sorted(keys)),
             self._memory,
@@ -267,8 +270,8 @@ class SqliteVectors:
             r[0]: _vector(r[1])
             for start in range(0, len(rowids), 10_000)
             for r in self._q(
-                f"SELECT rowid, embedding FROM nodes WHERE rowid IN {_IDS} AND memory = ? "
-                "AND level = ? AND embedding IS NOT NULL",
+                f"SELECT rowid, embedding FROM nodes WHERE rowid IN {_IDS} AND +memory = ? "
+                "AND +level = ? AND embedding IS NOT NULL",  # rowid lookups (see above)
                 json.dumps(rowids[start : start + 10_000]),
                 self._memory,
                 level,

@@ -36,7 +36,7 @@ import numpy as np
 
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.vectors import VectorMatrix
-from cam_engine.types import CHUNK, Node, Replica
+from cam_engine.types import CHUNK, COVER, Node, Replica
 
 GENERATION = "generation"  # the counter each committed batch raises
 
@@ -112,6 +112,22 @@ class GraphStructure:
     # level reads them every batch, and finding them by a pass over every node cost
     # a pass over a million nodes per batch.
     roots: set[str] = field(default_factory=set)
+    # The covering top levels sit apart: a node whose props mark it COVER is in
+    # ``nodes`` but in none of the indexes above (levels, texts, members, parents,
+    # roots), so the clustered levels' update never sees it, as if the covering
+    # levels were taken down for the batch; they are kept here instead, and brought
+    # up to date after it from what changed (engine/summaries.py).
+    cover_by_level: dict[int, set[str]] = field(default_factory=dict)
+    cover_by_text: dict[bytes, set[str]] = field(default_factory=dict)
+    cover_members: dict[str, set[str]] = field(default_factory=dict)  # cover -> members
+    cover_parent: dict[str, str] = field(default_factory=dict)  # node -> its cover node
+    # Since the covering levels were last brought up to date: nodes that became or
+    # stopped being roots, or were removed; covering nodes that lost a member.
+    root_changes: set[str] = field(default_factory=set)
+    cover_shrunk: set[str] = field(default_factory=set)
+    # What the covering update keeps between batches (its centroids); dropped with
+    # the structure.
+    cover_cache: Any = None
     # The chunks' vectors, where the store's own search is a round trip away: a new
     # batch's neighbours are searched here, exactly (a Neo4j vector-index query per
     # batch cost more than the batch). None: the store is asked (SQLite).
@@ -137,7 +153,23 @@ class GraphStructure:
             grouped.setdefault(summary, set()).add(member)
         for summary, ms in grouped.items():
             s.set_members(summary, ms)
+        s.root_changes.clear()
+        s.cover_shrunk.clear()
         return s
+
+    def is_cover(self, node_id: str) -> bool:
+        info = self.nodes.get(node_id)
+        return info is not None and bool(info.props.get(COVER))
+
+    def members_of(self, node_id: str) -> set[str]:
+        """A summary's members, a covering node's included."""
+        return self.members.get(node_id) or self.cover_members.get(node_id) or set()
+
+    def parents_of(self, node_id: str) -> set[str]:
+        """A node's summaries, its covering node included."""
+        cover = self.cover_parent.get(node_id)
+        held = self.parents.get(node_id, set())
+        return held | {cover} if cover is not None else set(held)
 
     # --- nodes ---------------------------------------------------------------------------
     def put_node(self, info: NodeInfo) -> None:
@@ -145,8 +177,13 @@ class GraphStructure:
         if old is not None:
             self._unindex(old)
         self.nodes[info.id] = info
+        if info.props.get(COVER):
+            self.cover_by_level.setdefault(info.level, set()).add(info.id)
+            self.cover_by_text.setdefault(info.text_key, set()).add(info.id)
+            return
         if not self.parents.get(info.id):
             self.roots.add(info.id)
+            self.root_changes.add(info.id)
         self.by_level.setdefault(info.level, set()).add(info.id)
         self.by_text.setdefault(info.text_key, set()).add(info.id)
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
@@ -154,12 +191,15 @@ class GraphStructure:
             self.chunks_of.setdefault(info.doc_id, set()).add(info.id)
 
     def _unindex(self, info: NodeInfo) -> None:
-        self.by_level.get(info.level, set()).discard(info.id)
-        same = self.by_text.get(info.text_key)
+        cover = bool(info.props.get(COVER))
+        by_level = self.cover_by_level if cover else self.by_level
+        by_text = self.cover_by_text if cover else self.by_text
+        by_level.get(info.level, set()).discard(info.id)
+        same = by_text.get(info.text_key)
         if same is not None:
             same.discard(info.id)
             if not same:
-                del self.by_text[info.text_key]
+                del by_text[info.text_key]
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
             at = (info.doc_id, int(info.position))
             # Another chunk may have moved to this position already (an updated document).
@@ -177,6 +217,11 @@ class GraphStructure:
         if info is not None:
             self._unindex(info)
         self.roots.discard(node_id)
+        self.root_changes.add(node_id)
+        cover = self.cover_parent.pop(node_id, None)
+        if cover is not None:
+            self.cover_members.get(cover, set()).discard(node_id)
+            self.cover_shrunk.add(cover)
         if self.chunk_vectors is not None:
             self.chunk_vectors.drop(node_id)
         for other in self.adjacency.pop(node_id, {}):
@@ -238,6 +283,9 @@ class GraphStructure:
     def set_members(self, summary: str, members: Iterable[str]) -> None:
         summary = sys.intern(summary)
         new = {sys.intern(m) for m in members}
+        if self.is_cover(summary) or summary in self.cover_members:
+            self._set_cover_members(summary, new)
+            return
         for old in self.members.pop(summary, set()) - new:
             held = self.parents.get(old)
             if held is not None:
@@ -246,11 +294,24 @@ class GraphStructure:
                     del self.parents[old]
             if old in self.nodes and not self.parents.get(old):
                 self.roots.add(old)
+                self.root_changes.add(old)
         if new:
             self.members[summary] = new
             for member in new:
                 self.parents.setdefault(member, set()).add(summary)
-                self.roots.discard(member)
+                if member in self.roots:
+                    self.roots.discard(member)
+                    self.root_changes.add(member)
+
+    def _set_cover_members(self, cover: str, new: set[str]) -> None:
+        """A covering node's members: each node is in at most one covering node."""
+        for old in self.cover_members.pop(cover, set()) - new:
+            if self.cover_parent.get(old) == cover:
+                del self.cover_parent[old]
+        if new:
+            self.cover_members[cover] = new
+            for member in new:
+                self.cover_parent[member] = cover
 
     # --- memory-wide ---------------------------------------------------------------------
     def clear_derived(self) -> None:
@@ -265,5 +326,12 @@ class GraphStructure:
         self.labels_by_level.clear()
         self.members.clear()
         self.parents.clear()
+        self.cover_by_level.clear()
+        self.cover_by_text.clear()
+        self.cover_members.clear()
+        self.cover_parent.clear()
+        self.cover_shrunk.clear()
+        self.cover_cache = None
         self.roots = set(self.nodes)
+        self.root_changes |= self.roots
         self.counters.clear()

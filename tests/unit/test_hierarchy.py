@@ -7,7 +7,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cam_engine.graph.hierarchy import _ranks, absorb_singletons, group_roots, merged_groups
+from cam_engine.graph.hierarchy import (
+    KeptGroups,
+    _ranks,
+    absorb_singletons,
+    group_roots,
+    merged_groups,
+)
 
 
 def test_a_lone_replica_joins_its_strongest_neighbour_with_room() -> None:
@@ -298,3 +304,74 @@ def _one_by_one(
             room = [j for j in others if sizes[j] < max_size] or others
             merge(max(room, key=lambda j: (score[i, j], -j)), i)
     return sorted((sorted(members[i]) for i in range(n) if alive[i]), key=lambda g: g[0])
+
+
+# --- KeptGroups: one covering level kept between batches --------------------------------
+def _kept(cap: int = 3, alpha: float = 0.7) -> KeptGroups:
+    groups = KeptGroups(3, alpha=alpha, max_size=cap)
+    groups.set_group("x", np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0]]))
+    groups.set_group("y", np.array([[0.0, 1.0, 0.0], [0.1, 0.9, 0.0]]))
+    return groups
+
+
+def _nowhere(node: str) -> str | None:
+    return None
+
+
+def test_a_node_goes_to_the_most_similar_group_with_room() -> None:
+    groups = _kept()
+    near_y = np.array([[0.2, 1.0, 0.0]])
+    nowhere = [(None, ())]
+    assert groups.place(["n1"], near_y, nowhere, _nowhere) == ["y"]
+    assert groups.size("y") == 3, "y grew by it and is full (cap 3)"
+    assert groups.place(["n2"], near_y, nowhere, _nowhere) == ["x"]
+    assert groups.place(["n3"], near_y, nowhere, _nowhere) == [None], "every group is full"
+
+
+def test_nodes_placed_in_one_call_see_the_groups_grow() -> None:
+    # The first two fill y; the third, as close to y, goes to x: the same as one call
+    # per node.
+    near_y = np.array([[0.2, 1.0, 0.0], [0.1, 1.0, 0.0], [0.15, 1.0, 0.0]])
+    together = _kept(cap=4).place(["a", "b", "c"], near_y, [(None, ())] * 3, _nowhere)
+    one_by_one = _kept(cap=4)
+    single = [
+        one_by_one.place([node], near_y[i : i + 1], [(None, ())], _nowhere)[0]
+        for i, node in enumerate(["a", "b", "c"])
+    ]
+    assert together == single == ["y", "y", "x"]
+
+
+def test_a_neighbour_in_the_reading_order_decides_between_equal_groups() -> None:
+    across = np.array([[0.0, 0.0, 1.0]])  # as far from x as from y
+    here = [("doc", (2.0, 0, True, "n"))]
+    for where, expected in (({"a": "y", "b": "x"}, "y"), ({"a": "x", "b": "y"}, "x")):
+        groups = _kept(alpha=0.5)
+        # In reading order a, n, c, b: a is next to n, b two places away (c has no group).
+        for node, position in (("a", 1.0), ("n", 2.0), ("c", 3.0), ("b", 9.0)):
+            groups.add_node(node, "doc", (position, 0, True, node))
+        assert groups.place(["n"], across, here, where.get) == [expected]
+    groups = _kept(alpha=0.5)
+    for node, position in (("a", 1.0), ("n", 2.0), ("c", 3.0), ("b", 9.0)):
+        groups.add_node(node, "doc", (position, 0, True, node))
+    groups.drop_node("a")  # gone from the level below: b is the nearest now
+    assert groups.place(["n"], across, here, {"a": "x", "b": "y"}.get) == ["y"]
+
+
+def test_a_dropped_group_is_never_chosen_and_its_row_is_reused() -> None:
+    groups = _kept(cap=9)
+    groups.drop_group("y")
+    assert len(groups) == 1
+    assert groups.place(["n"], np.array([[0.0, 1.0, 0.0]]), [(None, ())], _nowhere) == ["x"]
+    groups.set_group("z", np.array([[0.0, 1.0, 0.0], [0.0, 0.9, 0.1]]))
+    assert groups.place(["m"], np.array([[0.0, 1.0, 0.0]]), [(None, ())], _nowhere) == ["z"]
+    assert len(groups.sizes) == 16, "the free row was taken, the table did not grow"
+
+
+def test_a_lone_member_joins_the_most_similar_group_of_two_or_more() -> None:
+    groups = _kept()
+    groups.set_group("one", np.array([[0.0, 0.0, 1.0]]))
+    target, score = groups.most_similar(np.array([0.0, 0.1, 1.0]))
+    assert target == "y" and 0.0 < score < 1.0, "a group of one is no home"
+    groups.drop_group("x")
+    groups.drop_group("y")
+    assert groups.most_similar(np.array([0.0, 0.0, 1.0])) == (None, -np.inf)

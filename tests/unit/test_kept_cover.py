@@ -1,0 +1,140 @@
+"""The covering levels kept between batches past ``REGROUP_ROOTS`` (engine/cover.py).
+
+``REGROUP_ROOTS`` is lowered here so that memories of a few hundred chunks are past
+it: the kept path is the same code at any size.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cam_engine import Memory, Settings
+from cam_engine.embed import HashingEmbedder
+from cam_engine.engine import cover, summaries
+from cam_engine.types import COVER
+from tests.conftest import shared_file
+from tests.invariants import check_memory, check_structure_is_stored
+
+EMBEDDER = HashingEmbedder(64)
+LIMIT = 30
+# Words that do not cluster: almost every chunk stays a root.
+LINE_SETTINGS = Settings(embed_model=EMBEDDER.name, chunk_tokens=16)
+
+
+@pytest.fixture
+def kept_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """``REGROUP_ROOTS`` lowered; the result of each kept-levels update, in order:
+    "kept" (brought up to date) or "regrouped" (taken down and grouped again)."""
+    monkeypatch.setattr(cover, "REGROUP_ROOTS", LIMIT)
+    monkeypatch.setattr(summaries, "REGROUP_ROOTS", LIMIT)
+    paths: list[str] = []
+    update = cover.update_kept_cover
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = update(*args, **kwargs)
+        paths.append("kept" if result is None else "regrouped")
+        return result
+
+    monkeypatch.setattr(summaries, "update_kept_cover", spy)
+    return paths
+
+
+def random_line(chunks: int, seed: int) -> str:
+    rng = random.Random(seed)
+    words = ["".join(rng.choices("abcdefghijklmnop", k=rng.randint(2, 9))) for _ in range(2000)]
+    return " ".join(rng.choices(words, k=16 * chunks))
+
+
+def checked(memory: Memory, settings: Settings) -> Callable[[Any], None]:
+    """A batch callback checking the memory and the structure the writer holds."""
+
+    def check(_: Any) -> None:
+        check_memory(memory.store, max_cluster_size=settings.max_cluster_size)
+        check_structure_is_stored(memory._pipeline().writer.structure, memory.store)
+
+    return check
+
+
+def covering_ids(memory: Memory) -> dict[int, set[str]]:
+    levels: dict[int, set[str]] = {}
+    for level in memory.store.levels():
+        ids = {n.id for n in memory.store.nodes_at_level(level) if n.props.get(COVER)}
+        if ids:
+            levels[level] = ids
+    return levels
+
+
+def graph(memory: Memory) -> list[tuple[Any, ...]]:
+    """Every node (id, level, text, props) with its members."""
+    store = memory.store
+    nodes = [n for level in store.levels() for n in store.nodes_at_level(level)]
+    members = store.members_of([n.id for n in nodes])
+    return sorted(
+        (n.id, n.level, n.text, repr(sorted(n.props.items())), sorted(members.get(n.id, ())))
+        for n in nodes
+    )
+
+
+def test_a_batch_rewrites_only_the_covering_nodes_it_reaches(
+    tmp_path: Path, kept_paths: list[str]
+) -> None:
+    with Memory.open(tmp_path / "m.db", "t", settings=LINE_SETTINGS, embedder=EMBEDDER) as m:
+        m.ingest_text(random_line(600, 1), "first", batch_size=64)
+        before = covering_ids(m)
+        kept_paths.clear()
+        report = m.ingest_text(random_line(20, 2), "second", batch_size=64).batches[-1]
+        check_memory(m.store, max_cluster_size=LINE_SETTINGS.max_cluster_size)
+        check_structure_is_stored(m._pipeline().writer.structure, m.store)
+        after = covering_ids(m)
+        roots = m.stats()["roots"]
+    assert kept_paths == ["kept"]
+    first = min(before)
+    assert min(after) == first, "no clustered level grew: the covering levels stay put"
+    assert len(before[first]) > 20, "a first covering level of many groups"
+    unchanged = before[first] & after[first]
+    # 20 new roots reach at most 20 groups of the first covering level, and one group
+    # per written node above it.
+    assert len(before[first] - unchanged) <= 20
+    assert report.top_summaries_written <= 20 + sum(len(ids) for ids in after.values()) - len(
+        after[first]
+    )
+    assert roots == len(after[max(after)]) <= summaries.TOP_SIZE
+
+
+def test_a_new_process_continues_the_kept_levels_as_the_writer_would(
+    tmp_path: Path, kept_paths: list[str]
+) -> None:
+    """The group sums a process keeps between batches equal those a new process builds
+    from the stored groups: one process per document gives the memory one process
+    gives."""
+    texts = [random_line(150, seed) for seed in range(4)]
+    with Memory.open(tmp_path / "one.db", "t", settings=LINE_SETTINGS, embedder=EMBEDDER) as m:
+        for i, text in enumerate(texts):
+            m.ingest_text(text, f"doc{i}", batch_size=40)
+        one = graph(m)
+    assert kept_paths.count("kept") >= 8
+    for i, text in enumerate(texts):
+        with Memory.open(tmp_path / "many.db", "t", settings=LINE_SETTINGS, embedder=EMBEDDER) as m:
+            m.ingest_text(text, f"doc{i}", batch_size=40)
+            many = graph(m)
+    assert many == one
+
+
+def test_the_covering_levels_move_when_the_clustered_levels_grow(
+    tmp_path: Path, kept_paths: list[str]
+) -> None:
+    """A book whose clustered levels grow while its covering levels are kept: a batch
+    that adds a clustered level takes the covering levels down and groups them again one
+    level higher; the memory and the held structure stay sound after every batch."""
+    words = shared_file("haystacks/gutenberg/pg84.txt").read_text(encoding="utf-8").split()
+    text = " ".join(words[3000:15000])
+    settings = Settings(embed_model=EMBEDDER.name, alpha=0.6, theta=0.35, chunk_tokens=40)
+    with Memory.open(tmp_path / "m.db", "t", settings=settings, embedder=EMBEDDER) as m:
+        m.ingest_text(text, "book", batch_size=16, on_batch=checked(m, settings))
+    assert "kept" in kept_paths
+    assert "regrouped" in kept_paths, "a clustered level grew under kept covering levels"
