@@ -29,7 +29,7 @@ and grouped from the kept groups as before (``Cover``), once.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Set
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,7 +74,7 @@ def update_kept_cover(
     levels = store.cover_levels()
     groups_by_level: dict[int, KeptGroups] = store.cover_cache or {}
     store.cover_cache = groups_by_level
-    below = set(store.root_ids())
+    below = store.root_ids()  # views: the cover's update changes neither
     written_keys = store.written_text_keys()
     for step, level in enumerate(levels):
         if math.ceil(len(below) / settings.max_cluster_size) <= TOP_SIZE:
@@ -93,7 +93,7 @@ def update_kept_cover(
         written_keys |= {store.infos([i])[i].text_key for i in fresh}
         changed, shrunk = store.take_root_changes()
         changed |= fresh
-        below = set(store.cover_ids(level))
+        below = store.cover_set(level)
     top = _in_order(store.get_nodes(below, embeddings=True).values())
     writer.group(top, levels[-1], {}, report, refreshed, regroup=False)
     return None
@@ -103,7 +103,7 @@ class _LevelUpdate:
     """One kept covering level brought up to date (see the module docstring)."""
 
     def __init__(
-        self, writer: SummaryWriter, level: int, groups: KeptGroups, below: set[str]
+        self, writer: SummaryWriter, level: int, groups: KeptGroups, below: Set[str]
     ) -> None:
         self.writer = writer
         self.store = writer.store
@@ -122,7 +122,7 @@ class _LevelUpdate:
     ) -> set[str]:
         """Returns the ids of the covering nodes written (the level above's change)."""
         store, level = self.store, self.level
-        here = set(store.cover_ids(level))
+        here = store.cover_set(level)
         parents = store.cover_parents(changed | set(refreshed))
         touched = {g for g in shrunk if g in here}
         touched |= {parents[i] for i in refreshed if parents.get(i) in here}
@@ -138,10 +138,10 @@ class _LevelUpdate:
                     new.append(node)
             else:
                 self.groups.drop_node(node)
-                if group in here:
+                if group is not None and group in here:
                     self._member_set(group).discard(node)
                     touched.add(group)
-        for group in touched:
+        for group in sorted(touched):
             members = self._member_set(group)
             if members:
                 self.groups.set_group(group, self._stacked(members))
@@ -238,7 +238,7 @@ class _LevelUpdate:
         return np.stack([vectors[m] for m in ordered])
 
 
-def _kept_groups(store: BatchStore, level: int, below: set[str], settings: Any) -> KeptGroups:
+def _kept_groups(store: BatchStore, level: int, below: Set[str], settings: Any) -> KeptGroups:
     """A covering level's groups as stored (a process's first batch past the limit)."""
     ids = store.cover_ids(level)
     members = store.members_of(ids)

@@ -440,13 +440,13 @@ class KeptGroups:
         for i, node in enumerate(nodes):
             score = self.alpha * cosines[i]
             doc, key = places[i]
-            for row, proximity in self._near(doc, key, node, current).items():
-                score[row] += (1 - self.alpha) * proximity
+            for near, proximity in self._near(doc, key, node, current).items():
+                score[near] += (1 - self.alpha) * proximity
             score[(self.sizes == 0) | (self.sizes >= self.max_size)] = -np.inf
-            row = int(np.argmax(score)) if len(score) else 0
-            group = self.group_at[row] if len(score) and np.isfinite(score[row]) else None
+            row = self._first_best(score)
+            group = None if row is None else self.group_at[row]
             chosen.append(group)
-            if group is None:
+            if row is None or group is None:
                 continue
             placed[node] = group
             self.add_member(group, vectors[i])
@@ -456,12 +456,22 @@ class KeptGroups:
     def most_similar(self, vector: np.ndarray) -> tuple[str | None, float]:
         """The group of two or more members whose centroid is most similar, with its
         cosine (None, -inf: there is none)."""
-        kept = np.flatnonzero(self.sizes > 1)
-        if not len(kept):
-            return None, -np.inf
-        scores = self.units[kept] @ unit(vector)
-        best = int(np.argmax(scores))
-        return self.group_at[int(kept[best])], float(scores[best])
+        scores = self.units @ unit(vector)
+        scores[self.sizes <= 1] = -np.inf
+        row = self._first_best(scores)
+        return (None, -np.inf) if row is None else (self.group_at[row], float(scores[row]))
+
+    def _first_best(self, scores: np.ndarray) -> int | None:
+        """The row of the highest finite score; of equal scores (groups of identical
+        texts), the group with the smallest id: rows are assigned in the order groups
+        came, which differs between the process that kept them and one that read them."""
+        if not len(scores):
+            return None
+        best = scores.max()
+        if not np.isfinite(best):
+            return None
+        rows = np.flatnonzero(scores == best)
+        return int(min(rows, key=lambda r: self.group_at[r] or ""))
 
     def _near(
         self,

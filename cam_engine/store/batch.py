@@ -20,7 +20,7 @@ Every call is timed into the ``StoreMeter`` (the batch's clock).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -432,12 +432,16 @@ class BatchStore:
     def cover_ids(self, level: int) -> list[str]:
         return sorted(self._structure.cover_by_level.get(level, ()))
 
+    def cover_set(self, level: int) -> Set[str]:
+        """A covering level's ids (a read-only view: no copy, no sort)."""
+        return self._structure.cover_by_level.get(level, set())
+
     def cover_parents(self, ids: Iterable[str]) -> dict[str, str]:
         """The covering node of each node that has one."""
         parent = self._structure.cover_parent
         return {i: parent[i] for i in ids if i in parent}
 
-    def root_ids(self) -> set[str]:
+    def root_ids(self) -> Set[str]:
         """The roots below the covering levels (a read-only view)."""
         return self._structure.roots
 

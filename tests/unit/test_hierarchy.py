@@ -375,3 +375,15 @@ def test_a_lone_member_joins_the_most_similar_group_of_two_or_more() -> None:
     groups.drop_group("x")
     groups.drop_group("y")
     assert groups.most_similar(np.array([0.0, 0.0, 1.0])) == (None, -np.inf)
+
+
+def test_of_equal_groups_the_smallest_id_wins_whatever_its_row() -> None:
+    # Groups of identical texts have equal centroids; a process that reads the groups
+    # gives them rows in another order than the one that kept them.
+    same = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    for order in (["b", "a"], ["a", "b"]):
+        groups = KeptGroups(3, alpha=0.7, max_size=5)
+        for group in order:
+            groups.set_group(group, same)
+        assert groups.place(["n"], same[:1], [(None, ())], _nowhere) == ["a"]
+        assert groups.most_similar(same[0])[0] == "a"
