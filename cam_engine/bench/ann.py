@@ -1,7 +1,7 @@
 """Exact search against the approximate index (``store/ann.py``) on vectors of real
 structure: time per question, recall@10, build, file size and load time.
 
-    python -m cam_engine.bench.ann --vectors 1000000
+    cam bench ann --vectors 1000000
 
 The vectors are the shared data's real MiniLM vectors (``scale_data``), copied with
 seeded Gaussian noise (sigma 0.03 per dimension) up to ``--vectors``; the questions are

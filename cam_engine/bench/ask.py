@@ -1,6 +1,6 @@
 """Ask benchmark: latency of the engine's part of ``Memory.ask`` on both stores.
 
-    python -m cam_engine.bench.ask [--neo4j URI] [--questions N] [--out FILE] [--profile]
+    cam bench ask [--neo4j URI] [--questions N] [--out FILE] [--profile]
 
 Two memories are built on each store (SQLite in a temporary folder, and Neo4j):
 

@@ -1,9 +1,9 @@
 """Crash sweep: kill ``cam ingest`` (or its Neo4j server) at many points, resume, and
 compare the memory row by row with a clean ingest of the same book.
 
-    python -m cam_engine.bench.crash --points 50                   # SQLite
-    python -m cam_engine.bench.crash --points 10 --store neo4j     # a private Neo4j
-    python -m cam_engine.bench.crash --points 4 --base big.db      # into copies of a memory
+    cam bench crash --points 50                   # SQLite
+    cam bench crash --points 10 --store neo4j     # a private Neo4j
+    cam bench crash --points 4 --base big.db      # into copies of a memory
 
 Each point is one fresh memory: ``cam ingest`` runs in a subprocess with a fault knob
 (cam_engine/faults.py) and dies by SIGKILL at a named checkpoint's Nth hit

@@ -1,8 +1,8 @@
 """Full disk: ``cam ingest`` into SQLite runs out of room part-way, then runs again
 with room, and the memory must equal a clean ingest row by row.
 
-    python -m cam_engine.bench.diskfull --points 20
-    python -m cam_engine.bench.diskfull --points 20 --seed OTHER_BOOK
+    cam bench diskfull --points 20
+    cam bench diskfull --points 20 --seed OTHER_BOOK
 
 The room is a file size limit (RLIMIT_FSIZE, ``ulimit -f``) on the ``cam`` process,
 with SIGXFSZ ignored so that a write past it fails with EFBIG instead of killing the

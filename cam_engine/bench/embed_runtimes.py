@@ -1,7 +1,7 @@
 """The default model's two CPU runtimes side by side: numpy and torch
 (sentence-transformers).
 
-    python -m cam_engine.bench.embed_runtimes [--book PATH] [--repeats N] [--out FILE]
+    cam bench embed-runtimes [--book PATH] [--repeats N] [--out FILE]
 
 Figures (one JSON line), per runtime: seconds to import it and load the model in a
 fresh process (median of ``--repeats``); milliseconds per question (median of 20,

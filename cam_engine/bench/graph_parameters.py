@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python -m cam_engine.bench.graph_parameters [--data DIR] [--out DIR] [--cache DIR]
+    cam bench graph-parameters [--data DIR] [--out DIR] [--cache DIR]
 
 It prints markdown tables (docs/defaults.md pastes them):
 

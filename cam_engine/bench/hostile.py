@@ -1,7 +1,7 @@
 """Adversarial input and clients: every case of docs/reliability.md's table, rerun.
 
     cam bench hostile [--case NAME ...] [--timeout 180] [--out FILE]
-    python -m cam_engine.bench.hostile
+    cam bench hostile
 
 Each case builds its hostile input in a temporary folder (untimed, in a stream:
 bench/hostile_inputs.py), then does what a user or a client would: a ``cam`` command

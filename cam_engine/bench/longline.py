@@ -1,6 +1,6 @@
 """One long line: ``cam ingest -`` of generated one-line documents of growing size.
 
-    python -m cam_engine.bench.longline [--sizes 0.5,1,2,4] [--punctuation]
+    cam bench longline [--sizes 0.5,1,2,4] [--punctuation]
 
 Each document is random words of a fixed vocabulary joined by single spaces, with no
 newline anywhere (``--punctuation``: a sentence end about every 15 words). Each size

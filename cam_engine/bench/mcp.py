@@ -1,6 +1,6 @@
 """MCP benchmark: latency of ``ask`` through ``cam mcp`` over stdio, as an agent sees it.
 
-    python -m cam_engine.bench.mcp [--book PATH] [--cached-vectors FILE] [--out FILE]
+    cam bench mcp [--book PATH] [--cached-vectors FILE] [--out FILE]
 
 A book (Frankenstein by default) is ingested into a SQLite memory in a temporary folder
 with the default embedder (MiniLM) and the extractive summarizer; ``--cached-vectors``

@@ -1,7 +1,7 @@
 """MCP load benchmark: clients asking through ``cam mcp`` over HTTP while one ingests.
 
-    python -m cam_engine.bench.mcp_load [--seconds 30] [--clients 8] [--embedder hashing]
-    python -m cam_engine.bench.mcp_load --base big.db [--memory scale]
+    cam bench mcp-load [--seconds 30] [--clients 8] [--embedder hashing]
+    cam bench mcp-load --base big.db [--memory scale]
 
 A book (Frankenstein by default) is ingested into a fresh SQLite memory in a temporary
 folder (``--cached-vectors`` keeps its vectors between runs, as in bench/mcp.py); or,

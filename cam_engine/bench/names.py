@@ -1,6 +1,6 @@
 """Name extraction on a book: how many names a chunk gets, and how fast.
 
-    python -m cam_engine.bench.names BOOK [--chunk-tokens 200] [--sample 5]
+    cam bench names BOOK [--chunk-tokens 200] [--sample 5]
 
 The book is chunked as an ingest chunks it; each chunk goes through
 ``cam_engine.names.names_in``. Figures (one JSON line): chunks, chars, names per chunk

@@ -1,7 +1,7 @@
 """Readers beside a writer: how often ``Memory.stats`` mixes two commits.
 
-    python -m cam_engine.bench.readers                                   # SQLite
-    python -m cam_engine.bench.readers --store bolt://127.0.0.1:7687     # Neo4j
+    cam bench readers                                   # SQLite
+    cam bench readers --store bolt://127.0.0.1:7687     # Neo4j
 
 One ``cam ingest`` process writes a book in small batches while this process calls
 ``Memory.stats()`` in a loop. An observation is mixed when its level-0 node count is

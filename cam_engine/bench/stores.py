@@ -1,6 +1,6 @@
 """Store benchmark: the same book into the embedded SQLite store and into Neo4j.
 
-    python -m cam_engine.bench.stores [--book PATH] [--batch-size 64] [--neo4j URI]
+    cam bench stores [--book PATH] [--batch-size 64] [--neo4j URI]
 
 Both memories get the same settings, the extractive summarizer, the same batches and
 one shared caching embedder: the book's chunks are embedded once up front, summaries

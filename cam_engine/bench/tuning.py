@@ -1,6 +1,6 @@
 """How prune-and-grow's growth settings were chosen (not a test).
 
-    python -m cam_engine.bench.tuning [--set hotpotqa:PATH] [--set qmsum:PATH] [--out DIR]
+    cam bench tuning [--set hotpotqa:PATH] [--set qmsum:PATH] [--out DIR]
 
 Builds the memories of each tuning set once (the 100 hard HotpotQA questions, pooled,
 and QMSum's validation meetings, a memory each, by default: not the sets

@@ -18,7 +18,7 @@ Two kinds of question, chosen deterministically (``random.Random(seed)``):
   content words of A's turn that B's turn does not use. Gold: B's turn, which shares
   little with the question but its speaker.
 
-Run ``python -m cam_engine.eval.play_dialogue PLAY.txt --out play.json``; docs/evaluation.md
+Run ``cam bench play-dialogue PLAY.txt --out play.json``; docs/evaluation.md
 ("A conversation set from a play") says how it is built and what it is biased towards.
 """
 
