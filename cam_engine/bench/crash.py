@@ -30,7 +30,7 @@ every point's result.
 from __future__ import annotations
 
 import hashlib
-import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -66,6 +66,7 @@ PHASES = (*CHECKPOINTS, TIMER)
 # between them (closed at once, or the next reply lost).
 INGEST, SERVER, DROP, REPLY = "ingest", "server", "drop", "reply"
 TARGETS = (INGEST, SERVER, DROP, REPLY)
+CHECKOUT = Path(__file__).resolve().parents[2]  # the source checkout, when it is one
 KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
 
 Rows = dict[str, set[Any]]  # by kind: rows as tuples, or their digests
@@ -248,11 +249,17 @@ def row_diff(clean: Rows, got: Rows) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def _invariant_check() -> Callable[[GraphStore], None] | None:
-    """tests/invariants.py's check_memory, when this runs from a checkout."""
-    try:  # imported by name: tests/ is not part of the package (nor of its type check)
-        check_memory = importlib.import_module("tests.invariants").check_memory
-    except ImportError:
+    """tests/invariants.py's check_memory, when this runs from a checkout: read from
+    the tests/ beside the package, whatever the working directory (the ``cam`` script
+    does not put it on sys.path)."""
+    path = CHECKOUT / "tests" / "invariants.py"
+    spec = importlib.util.spec_from_file_location("cam_crash_invariants", path)
+    if spec is None or spec.loader is None or not path.is_file():
         return None
+    # loaded from its file: tests/ is not part of the package (nor of its type check)
+    invariants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(invariants)
+    check_memory = invariants.check_memory
     size = Settings().max_cluster_size
 
     def check(store: GraphStore) -> None:
