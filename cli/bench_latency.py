@@ -18,7 +18,6 @@ from cam_engine.cli.bench_options import (
 )
 from cam_engine.cli.options import device_option
 from cam_engine.errors import CamError
-from cam_engine.store.ann import EXPANSION_SEARCH
 
 SCALE_VECTORS = Path.home() / ".cache" / "cam-engine" / "scale-vectors.npz"
 
@@ -108,16 +107,15 @@ def bench_embed_runtimes(book: Path, repeats: int, out: Path | None) -> None:
 )
 @click.option(
     "--expansion",
-    default=f"64,128,{EXPANSION_SEARCH},512",
-    show_default=True,
-    help="Search expansions (ef) to measure, comma-separated.",
+    help="Search expansions (ef) to measure, comma-separated (default: 64, 128, the "
+    "store's own and 512).",
 )
-def bench_ann(vectors: int, data: Path, vector_cache: Path, expansion: str) -> None:
+def bench_ann(vectors: int, data: Path, vector_cache: Path, expansion: str | None) -> None:
     """The approximate vector index alone: recall@10 and latency against exact search."""
     from cam_engine.bench import ann
 
     try:
-        expansions = [int(ef) for ef in expansion.split(",")]
+        expansions = [int(ef) for ef in (expansion or ann.DEFAULT_EXPANSIONS).split(",")]
     except ValueError:
         raise click.BadParameter(f"not integers: {expansion}", param_hint="--expansion") from None
     click.echo(json.dumps(ann.run(data, vectors, vector_cache, expansions)))

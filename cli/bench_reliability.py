@@ -233,9 +233,9 @@ def bench_mcp_load(
 ) -> None:
     """Clients asking through `cam mcp` over HTTP while one ingests: errors, answers
     from a half-written batch, latency. Exit status 1 if there was either."""
+    from cam_engine.api import DEFAULT_EMBED_MODEL
     from cam_engine.bench import mcp_load, print_figures
     from cam_engine.bench.base_memory import BaseMemory
-    from cam_engine.config import DEFAULT_EMBED_MODEL
 
     options = mcp_load.LoadOptions(
         seconds=seconds,

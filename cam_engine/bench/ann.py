@@ -21,10 +21,11 @@ from cam_engine.bench.scale_data import SIGMA, read_pool, real_vectors
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
 from cam_engine.embed.base import normalize_rows
-from cam_engine.store.ann import ApproximateIndex
+from cam_engine.store.ann import EXPANSION_SEARCH, ApproximateIndex
 from cam_engine.store.sqlite_vectors import RERANK_EXTRA
 
 K = 10
+DEFAULT_EXPANSIONS = f"64,128,{EXPANSION_SEARCH},512"  # cam bench ann --expansion
 
 
 def copies(base: np.ndarray, count: int, seed: int = 0) -> np.ndarray:
