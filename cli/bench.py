@@ -23,7 +23,7 @@ from cam_engine.cli.bench_options import (
     FRANKENSTEIN,
     MOBY_DICK,
     book_option,
-    data_file_option,
+    default_when_read,
     embedding_options,
     existing_file_or_absent_default,
     out_option,
@@ -185,10 +185,11 @@ def bench_lifecycle(
     show_default=True,
     help="Without --cold: HotpotQA questions whose paragraphs are pooled and asked.",
 )
-@data_file_option(
+@click.option(
     "--hotpot",
-    default=shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl",
-    help="Without --cold: the HotpotQA questions (JSONL).",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Without --cold: the HotpotQA questions (JSONL; default: "
+    "hotpotqa/hotpotqa_dev_200.jsonl in ../shared/data).",
 )
 @click.option(
     "--profile", is_flag=True, help="Without --cold: cProfile the slowest case (to stderr)."
@@ -203,7 +204,7 @@ def bench_ask(
     cams: tuple[str, ...],
     neo4j: str,
     questions: int,
-    hotpot: Path,
+    hotpot: Path | None,
     profile: bool,
     out: Path | None,
 ) -> None:
@@ -225,9 +226,10 @@ def bench_ask(
         else:
             from cam_engine.bench import ask
 
+            default = shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl"
             figures = ask.run(
                 book=book,
-                hotpot=hotpot,
+                hotpot=hotpot or default_when_read("hotpot", default),
                 n_questions=questions,
                 neo4j_uri=neo4j,
                 profile=profile,

@@ -49,19 +49,36 @@ def existing_file_or_absent_default(ctx: click.Context, param: click.Parameter, 
     replace it; a given path that is missing is click's own one line. The value keeps
     the option's type (str, or Path with ``path_type=Path``)."""
     given = click.Path() if not isinstance(param.type, click.Path) else param.type
-    kind = "FOLDER" if given.dir_okay and not given.file_okay else "FILE"
     from_default = ctx.get_parameter_source(str(param.name)) is ParameterSource.DEFAULT
     if from_default and not Path(path).exists():
-        raise click.BadParameter(
-            f"no {kind.lower()} at the default {path} (it comes with a source checkout); "
-            f"pass {param.opts[0]} {kind}",
-            ctx=ctx,
-            param=param,
-        )
+        raise absent_default(ctx, param, Path(path))
     existing = click.Path(
         exists=True, file_okay=given.file_okay, dir_okay=given.dir_okay, path_type=given.type
     )
     return existing.convert(path, param, ctx)
+
+
+def absent_default(ctx: click.Context, param: click.Parameter, path: Path) -> click.BadParameter:
+    """The one line for a default path that is not there: the option, the path, and
+    what to pass instead."""
+    given = click.Path() if not isinstance(param.type, click.Path) else param.type
+    kind = "FOLDER" if given.dir_okay and not given.file_okay else "FILE"
+    return click.BadParameter(
+        f"no {kind.lower()} at the default {path} (it comes with a source checkout); "
+        f"pass {param.opts[0]} {kind}",
+        ctx=ctx,
+        param=param,
+    )
+
+
+def default_when_read(name: str, path: Path) -> Path:
+    """The default of option ``name``, for an option read only in some modes (checked
+    there, not when the command starts): ``path``, or the one line if it is absent."""
+    ctx = click.get_current_context()
+    if not path.exists():
+        param = next(p for p in ctx.command.params if p.name == name)
+        raise absent_default(ctx, param, path)
+    return path
 
 
 def data_file_option(*decls: str, default: Path, help: str) -> Callable[[Command], Command]:

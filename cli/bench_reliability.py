@@ -15,6 +15,7 @@ from cam_engine.cli.bench_options import (
     Command,
     book_option,
     data_file_option,
+    default_when_read,
     embedding_options,
     out_option,
     verbose_option,
@@ -176,7 +177,11 @@ def bench_longline(sizes: str, punctuation: bool, chunk_tokens: int) -> None:
 
 
 @click.command("mcp-load", short_help="Clients asking through cam mcp while one ingests.")
-@book_option(FRANKENSTEIN, "Book seeded first (default: Frankenstein from ../shared/data).")
+@click.option(
+    "--book",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Book seeded first, without --base (default: Frankenstein from ../shared/data).",
+)
 @data_file_option(
     "--ingest-book",
     default=MOBY_DICK,
@@ -215,7 +220,7 @@ def bench_longline(sizes: str, punctuation: bool, chunk_tokens: int) -> None:
 )
 @out_option()
 def bench_mcp_load(
-    book: Path,
+    book: Path | None,
     ingest_book: Path,
     seconds: float,
     clients: int,
@@ -251,6 +256,8 @@ def bench_mcp_load(
         base=None if base is None else BaseMemory(base.resolve(), memory),
     )
     try:
+        if book is None:  # only read when seeding: a --base run needs no book
+            book = FRANKENSTEIN if base else default_when_read("book", FRANKENSTEIN)
         result = mcp_load.run(book, ingest_book, options)
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

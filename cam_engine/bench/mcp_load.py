@@ -1,6 +1,6 @@
 """MCP load benchmark: clients asking through ``cam mcp`` over HTTP while one ingests.
 
-    cam bench mcp-load [--seconds 30] [--clients 8] [--embedder hashing]
+    cam bench mcp-load [--seconds 30] [--clients 8] [--embed-model hashing:64]
     cam bench mcp-load --base big.db [--memory scale]
 
 A book (Frankenstein by default) is ingested into a fresh SQLite memory in a temporary
@@ -452,7 +452,7 @@ def from_base(base: BaseMemory, folder: Path) -> tuple[Path, str, dict[str, Any]
         {
             "base": str(base.path),
             "base_chunks": settings["chunks"],
-            "embedder": settings.get("embed_model"),  # the memory's, not --embedder
+            "embedder": settings.get("embed_model"),  # the memory's, not --embed-model
             "copy_s": copy_s,
         },
     )

@@ -12,7 +12,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
+import cam_engine.bench.cold_ask
 import cam_engine.bench.ingest
+import cam_engine.bench.mcp_load
+import cam_engine.cli.bench
+import cam_engine.cli.bench_reliability
 from cam_engine.cli.bench import bench
 from cam_engine.cli.bench_options import existing_file_or_absent_default
 from cam_engine.cli.main import cli
@@ -97,7 +101,7 @@ def test_the_data_paths_of_the_benchmarks_are_options() -> None:
     found = set(data_path_options())
     for command in ["crash", "diskfull", "readers", "stores", "mcp", "embed-runtimes", "ask"]:
         assert (command, "book") in found
-    assert {("mcp-load", "book"), ("mcp-load", "ingest_book"), ("ask", "hotpot")} <= found
+    assert ("mcp-load", "ingest_book") in found
     for command in ["ann", "graph-parameters", "tuning"]:
         assert (command, "data") in found
 
@@ -206,3 +210,55 @@ def test_play_dialogue_names_a_missing_play(tmp_path: Path) -> None:
     assert error_lines(result) == [
         f"Error: Invalid value for 'PLAY': File '{absent}' does not exist."
     ]
+
+
+def recorder(monkeypatch: pytest.MonkeyPatch, module: object) -> list[dict[str, Any]]:
+    """Replace ``module.run`` by one that records its arguments."""
+    calls: list[dict[str, Any]] = []
+
+    def record(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append({"args": args, **kwargs})
+        return {"errors": 0, "half_written": 0}
+
+    monkeypatch.setattr(module, "run", record)
+    return calls
+
+
+def test_ask_reads_the_default_hotpot_only_without_cold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cam_engine.cli.bench, "shared_data_dir", lambda: tmp_path)
+    book = tmp_path / "book.txt"
+    book.write_text("Call me Ishmael.")
+    result = CliRunner().invoke(cli, ["bench", "ask", "--book", str(book)])
+    absent = tmp_path / "hotpotqa" / "hotpotqa_dev_200.jsonl"
+    assert result.exit_code == 2
+    assert error_lines(result) == [
+        f"Error: Invalid value for '--hotpot': no file at the default {absent} "
+        "(it comes with a source checkout); pass --hotpot FILE"
+    ]
+    cold = recorder(monkeypatch, cam_engine.bench.cold_ask)
+    result = CliRunner().invoke(cli, ["bench", "ask", "--cold", "--book", str(book)])
+    assert result.exit_code == 0, result.output
+    assert [call["book"] for call in cold] == [book]
+
+
+def test_mcp_load_reads_the_default_book_only_without_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    absent = tmp_path / "pg84.txt"
+    monkeypatch.setattr(cam_engine.cli.bench_reliability, "FRANKENSTEIN", absent)
+    calls = recorder(monkeypatch, cam_engine.bench.mcp_load)
+    args = ["bench", "mcp-load", "--ingest-book", "/dev/null"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and calls == []
+    assert error_lines(result) == [
+        f"Error: Invalid value for '--book': no file at the default {absent} "
+        "(it comes with a source checkout); pass --book FILE"
+    ]
+    base = tmp_path / "scale.db"
+    base.write_bytes(b"")
+    result = CliRunner().invoke(cli, [*args, "--base", str(base)])
+    assert result.exit_code == 0, result.output
+    (call,) = calls
+    assert call["args"][2].base.path == base.resolve()
