@@ -16,7 +16,7 @@ Both are read from the process environment once, here: they are no part of
 ``config.Environment``, which holds only what users configure. Without them a checkpoint is one
 global lookup and a return: nothing measurable.
 
-tests/integration/test_crash.py and ``python -m cam_engine.bench.crash`` use them.
+tests/integration/test_crash.py and ``cam bench crash`` use them.
 """
 
 from __future__ import annotations

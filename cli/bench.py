@@ -3,65 +3,55 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
 from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from cam_engine import Environment
 from cam_engine.api import EVAL, require_extra
 from cam_engine.bench import shared_data_dir
-from cam_engine.cli.options import MODEL_SPEC, device_option, echo_json
-
-Command = Callable[..., Any]
-
-
-def embedding_options(command: Command) -> Command:
-    """--embed-model, --device and --cached-vectors: what embeds a benchmark's text."""
-    command = click.option(
-        "--cached-vectors",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Read and save chunk and summary vectors in this .npz, so a second run times "
-        "the engine alone.",
-    )(command)
-    command = device_option(command)
-    return click.option(
-        "--embed-model",
-        default=None,
-        help="Embedding model (default: the memory default); openai:NAME for an API at "
-        "$CAM_EMBED_BASE_URL.",
-    )(command)
-
-
-EXISTING_FILE = click.Path(exists=True, dir_okay=False)
-
-
-def existing_file_or_absent_default(ctx: click.Context, param: click.Parameter, path: str) -> str:
-    """A file option whose default lies in ../shared/data, which only a source checkout
-    has beside it: a missing default is one line naming the option and how to replace it."""
-    from_default = ctx.get_parameter_source(str(param.name)) is ParameterSource.DEFAULT
-    if from_default and not Path(path).is_file():
-        raise click.BadParameter(
-            f"no file at the default {path} (it comes with a source checkout); "
-            f"pass {param.opts[0]} FILE",
-            ctx=ctx,
-            param=param,
-        )
-    return str(EXISTING_FILE.convert(path, param, ctx))
+from cam_engine.cli.bench_latency import (
+    bench_ann,
+    bench_embed_runtimes,
+    bench_mcp,
+    bench_names,
+    bench_stores,
+)
+from cam_engine.cli.bench_options import (
+    FRANKENSTEIN,
+    MOBY_DICK,
+    book_option,
+    default_when_read,
+    embedding_options,
+    existing_file_or_absent_default,
+    out_option,
+)
+from cam_engine.cli.bench_reliability import (
+    bench_crash,
+    bench_diskfull,
+    bench_longline,
+    bench_mcp_load,
+    bench_readers,
+)
+from cam_engine.cli.bench_tuning import bench_graph_parameters, bench_play_dialogue, bench_tuning
+from cam_engine.cli.options import MODEL_SPEC, echo_json
 
 
 @click.group()
 def bench() -> None:
-    """Benchmarks; each prints one JSON line of figures."""
+    """Benchmarks and measurements that print figures (not tests)."""
+    # the tokenizers library warns once a process forks after it ran (the benchmarks
+    # start `cam` subprocesses); its threads are not what they measure
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-@bench.command("ingest")
+@bench.command("ingest", short_help="Ingest a book in batches, rebuild it: time, locality.")
 @click.option(
     "--book",
     type=click.Path(dir_okay=False),
-    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg2701.txt"),
+    default=str(MOBY_DICK),
     callback=existing_file_or_absent_default,
     show_default=True,
     help="Text to ingest (default: Moby Dick from ../shared/data beside the checkout).",
@@ -115,7 +105,7 @@ def bench_ingest(
         raise click.ClickException(str(exc)) from exc
 
 
-@bench.command("lifecycle")
+@bench.command("lifecycle", short_help="Update and delete documents in a memory: cost.")
 @click.option("--batch-size", default=64, show_default=True)
 @click.option(
     "--store",
@@ -150,21 +140,15 @@ def bench_lifecycle(
     echo_json(figures)
 
 
-@bench.command("ask")
+@bench.command("ask", short_help="Latency of asking: cold process, or the engine's part.")
 @click.option(
     "--cold",
     is_flag=True,
     help="Time `cam ask` as a fresh process, N times per strategy (prune-grow, and bm25 "
     "as the floor): imports and model loading included. Without it: the engine's part "
-    "of Memory.ask on SQLite and Neo4j (python -m cam_engine.bench.ask).",
+    "of Memory.ask per memory, store and strategy, on SQLite and Neo4j.",
 )
-@click.option(
-    "--book",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"),
-    show_default=True,
-    help="Book to ask about (default: Frankenstein from ../shared/data).",
-)
+@book_option(FRANKENSTEIN, "Book to ask about (default: Frankenstein from ../shared/data).")
 @click.option(
     "--cached-vectors",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -199,9 +183,18 @@ def bench_lifecycle(
     default=100,
     type=click.IntRange(min=1),
     show_default=True,
-    help="Without --cold: HotpotQA questions whose paragraphs are pooled.",
+    help="Without --cold: HotpotQA questions whose paragraphs are pooled and asked.",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write here.")
+@click.option(
+    "--hotpot",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Without --cold: the HotpotQA questions (JSONL; default: "
+    "hotpotqa/hotpotqa_dev_200.jsonl in ../shared/data).",
+)
+@click.option(
+    "--profile", is_flag=True, help="Without --cold: cProfile the slowest case (to stderr)."
+)
+@out_option("Also write the JSON line to this file.")
 def bench_ask(
     cold: bool,
     book: Path,
@@ -211,6 +204,8 @@ def bench_ask(
     cams: tuple[str, ...],
     neo4j: str,
     questions: int,
+    hotpot: Path | None,
+    profile: bool,
     out: Path | None,
 ) -> None:
     """Latency of asking: cold (a fresh `cam ask` process) or the engine's part."""
@@ -231,22 +226,26 @@ def bench_ask(
         else:
             from cam_engine.bench import ask
 
+            default = shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl"
             figures = ask.run(
-                book=book, hotpot=ask.default_hotpot(), n_questions=questions, neo4j_uri=neo4j
+                book=book,
+                hotpot=hotpot or default_when_read("hotpot", default),
+                n_questions=questions,
+                neo4j_uri=neo4j,
+                profile=profile,
             )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc
     print_figures(figures, out)
 
 
-@bench.command("hostile")
+@bench.command("hostile", short_help="Adversarial inputs and clients: time, RSS, outcome.")
 @click.option(
     "--case",
     "cases",
     multiple=True,
     metavar="NAME",
-    help="Run only this case (repeatable; default: all). Names: python -m "
-    "cam_engine.bench.hostile --help.",
+    help="Run only this case (repeatable; default: all; an unknown name lists the known ones).",
 )
 @click.option(
     "--timeout",
@@ -254,12 +253,12 @@ def bench_ask(
     show_default=True,
     help="Seconds after which a case's process is killed (and the case missed).",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Also write here.")
+@out_option("Also write the figures here (indented JSON).")
 def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> None:
     """Adversarial input and clients: seconds, peak RSS and outcome of each case, one
     line each, then a JSON line. Exit status 1 if a case missed its targets (60 s,
     1 GiB, nothing read outside --allow)."""
-    from cam_engine.bench import hostile
+    from cam_engine.bench import hostile, print_figures
 
     unknown = sorted(set(cases) - set(hostile.CASES))
     if unknown:
@@ -267,13 +266,13 @@ def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> N
             f"unknown case {', '.join(unknown)}; known: {', '.join(hostile.CASES)}",
             param_hint="--case",
         )
-    args = [arg for name in cases for arg in ("--case", name)] + ["--timeout", str(timeout)]
-    if out is not None:
-        args += ["--out", str(out)]
-    raise SystemExit(hostile.main(args))
+    figures = hostile.run(list(cases or hostile.CASES), timeout)
+    print_figures(figures, out, details={})
+    if figures["missed"]:
+        raise SystemExit(1)
 
 
-@bench.command("llm")
+@bench.command("llm", short_help="A real model's cost per summary and its answers.")
 @click.option(
     "--llm",
     type=MODEL_SPEC,
@@ -281,12 +280,9 @@ def bench_hostile(cases: tuple[str, ...], timeout: float, out: Path | None) -> N
     help="The model to measure: local:PATH.gguf (llama.cpp in-process) or openai (the "
     "endpoint at CAM_LLM_BASE_URL serving CAM_LLM_MODEL). Default: $CAM_LLM.",
 )
-@click.option(
-    "--book",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=str(shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"),
-    show_default=True,
-    help="Text whose first chunks are summarized (default: Frankenstein from ../shared/data).",
+@book_option(
+    FRANKENSTEIN,
+    "Text whose first chunks are summarized (default: Frankenstein from ../shared/data).",
 )
 @click.option(
     "--chunks",
@@ -383,7 +379,7 @@ def bench_llm(
         click.echo(bench.table(figures))
 
 
-@bench.command("scale")
+@bench.command("scale", short_help="Grow one memory to 10^6 chunks: cost, size, latency.")
 @click.option(
     "--chunks",
     type=click.IntRange(min=100),
@@ -475,3 +471,21 @@ def bench_scale(
         if out is not None:
             lines = [json.loads(row) for row in out.read_text(encoding="utf-8").splitlines() if row]
         scale_plot(lines, plot)
+
+
+for command in (
+    bench_crash,
+    bench_diskfull,
+    bench_readers,
+    bench_longline,
+    bench_mcp_load,
+    bench_stores,
+    bench_mcp,
+    bench_embed_runtimes,
+    bench_ann,
+    bench_names,
+    bench_graph_parameters,
+    bench_tuning,
+    bench_play_dialogue,
+):
+    bench.add_command(command)

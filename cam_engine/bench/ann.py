@@ -1,7 +1,7 @@
 """Exact search against the approximate index (``store/ann.py``) on vectors of real
 structure: time per question, recall@10, build, file size and load time.
 
-    python -m cam_engine.bench.ann --vectors 1000000
+    cam bench ann --vectors 1000000
 
 The vectors are the shared data's real MiniLM vectors (``scale_data``), copied with
 seeded Gaussian noise (sigma 0.03 per dimension) up to ``--vectors``; the questions are
@@ -10,8 +10,6 @@ the 100 real question vectors of ``scale_data``. Prints one JSON line.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import tempfile
 import time
@@ -19,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from cam_engine.bench import shared_data_dir
 from cam_engine.bench.scale_data import SIGMA, read_pool, real_vectors
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
@@ -28,6 +25,7 @@ from cam_engine.store.ann import EXPANSION_SEARCH, ApproximateIndex
 from cam_engine.store.sqlite_vectors import RERANK_EXTRA
 
 K = 10
+DEFAULT_EXPANSIONS = f"64,128,{EXPANSION_SEARCH},512"  # cam bench ann --expansion
 
 
 def copies(base: np.ndarray, count: int, seed: int = 0) -> np.ndarray:
@@ -71,9 +69,13 @@ def _ms(times: list[float], q: float) -> float:
     return round(1000 * float(np.percentile(times, q)), 3)
 
 
-def run(count: int, vector_cache: Path | None, expansions: list[int]) -> dict[str, object]:
+def run(
+    data: Path, count: int, vector_cache: Path | None, expansions: list[int]
+) -> dict[str, object]:
     settings = Settings()
-    pool = read_pool(shared_data_dir(), settings.chunk_tokens)
+    if vector_cache is not None:
+        vector_cache.parent.mkdir(parents=True, exist_ok=True)
+    pool = read_pool(data, settings.chunk_tokens)
     real = real_vectors(pool, load_embedder(settings.embed_model), vector_cache)
     base, queries = real[: len(pool.units)], real[len(pool.units) :]
     vectors = copies(base, count)
@@ -106,27 +108,3 @@ def run(count: int, vector_cache: Path | None, expansions: list[int]) -> dict[st
         "file_mb": round(size_mb, 1),
         "load_s": round(load_s, 2),
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--vectors", type=int, default=100_000)
-    parser.add_argument(
-        "--vector-cache",
-        type=Path,
-        default=Path.home() / ".cache" / "cam-engine" / "scale-vectors.npz",
-    )
-    parser.add_argument(
-        "--expansion",
-        default=f"64,128,{EXPANSION_SEARCH},512",
-        help="search expansions (ef) to measure, comma-separated",
-    )
-    args = parser.parse_args(argv)
-    args.vector_cache.parent.mkdir(parents=True, exist_ok=True)
-    expansions = [int(ef) for ef in args.expansion.split(",")]
-    print(json.dumps(run(args.vectors, args.vector_cache, expansions)))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Ask benchmark: latency of the engine's part of ``Memory.ask`` on both stores.
 
-    python -m cam_engine.bench.ask [--neo4j URI] [--questions N] [--out FILE] [--profile]
+    cam bench ask [--neo4j URI] [--questions N] [--out FILE] [--profile]
 
 Two memories are built on each store (SQLite in a temporary folder, and Neo4j):
 
@@ -29,11 +29,9 @@ to stderr. The Neo4j memories get fresh names and are deleted afterwards.
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import io
 import json
-import os
 import pstats
 import re
 import statistics
@@ -41,13 +39,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cam_engine.bench import print_figures, shared_data_dir
-from cam_engine.bench.stores import default_book, percentile, remove
+from cam_engine.bench.stores import percentile, remove
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
@@ -87,10 +83,6 @@ BOOK_QUESTIONS = [
     "How did Victor Frankenstein die?",
     "What does the creature say he will do at the end of the story?",
 ]
-
-
-def default_hotpot() -> Path:
-    return shared_data_dir() / "hotpotqa" / "hotpotqa_dev_200.jsonl"
 
 
 @dataclass
@@ -287,48 +279,3 @@ def run(
         "slowest_vs_target": slowest[1] if slowest else None,
         "total_s": round(time.perf_counter() - started, 1),
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.ask",
-        description="Latency of Memory.ask (engine part only) per memory, store and strategy.",
-    )
-    parser.add_argument(
-        "--neo4j",
-        default=os.environ.get("CAM_NEO4J_URI") or "bolt://127.0.0.1:7687",
-        help="Neo4j URI [$CAM_NEO4J_URI or bolt://127.0.0.1:7687]",
-    )
-    parser.add_argument(
-        "--questions",
-        type=int,
-        default=DEFAULT_QUESTIONS,
-        help=f"HotpotQA questions whose paragraphs are pooled and asked [{DEFAULT_QUESTIONS}]",
-    )
-    parser.add_argument("--book", type=Path, default=default_book(), help="book to ingest")
-    parser.add_argument("--hotpot", type=Path, default=default_hotpot(), help="HotpotQA jsonl")
-    parser.add_argument("--out", type=Path, help="also write the JSON line to this file")
-    parser.add_argument(
-        "--profile", action="store_true", help="cProfile the slowest case (to stderr)"
-    )
-    args = parser.parse_args(argv)
-    if args.questions < 1:
-        parser.error("--questions must be >= 1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        figures = run(
-            book=args.book,
-            hotpot=args.hotpot,
-            n_questions=args.questions,
-            neo4j_uri=args.neo4j,
-            profile=args.profile,
-        )
-    except CamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print_figures(figures, args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

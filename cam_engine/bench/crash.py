@@ -1,9 +1,9 @@
 """Crash sweep: kill ``cam ingest`` (or its Neo4j server) at many points, resume, and
 compare the memory row by row with a clean ingest of the same book.
 
-    python -m cam_engine.bench.crash --points 50                   # SQLite
-    python -m cam_engine.bench.crash --points 10 --store neo4j     # a private Neo4j
-    python -m cam_engine.bench.crash --points 4 --base big.db      # into copies of a memory
+    cam bench crash --points 50                   # SQLite
+    cam bench crash --points 10 --store neo4j     # a private Neo4j
+    cam bench crash --points 4 --base big.db      # into copies of a memory
 
 Each point is one fresh memory: ``cam ingest`` runs in a subprocess with a fault knob
 (cam_engine/faults.py) and dies by SIGKILL at a named checkpoint's Nth hit
@@ -29,9 +29,8 @@ every point's result.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -51,7 +50,6 @@ from typing import Any
 
 import numpy as np
 
-from cam_engine.bench import print_figures, shared_data_dir
 from cam_engine.bench.base_memory import BaseMemory, remove_copy, stored_settings
 from cam_engine.bench.neo4j_private import PrivateNeo4j
 from cam_engine.bench.tcp_cut import CuttableProxy
@@ -68,7 +66,7 @@ PHASES = (*CHECKPOINTS, TIMER)
 # between them (closed at once, or the next reply lost).
 INGEST, SERVER, DROP, REPLY = "ingest", "server", "drop", "reply"
 TARGETS = (INGEST, SERVER, DROP, REPLY)
-DEFAULT_BOOK = shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"  # Frankenstein
+CHECKOUT = Path(__file__).resolve().parents[2]  # the source checkout, when it is one
 KINDS = ("nodes", "edges", "replicas", "memberships", "documents", "counters", "settings")
 
 Rows = dict[str, set[Any]]  # by kind: rows as tuples, or their digests
@@ -251,11 +249,17 @@ def row_diff(clean: Rows, got: Rows) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def _invariant_check() -> Callable[[GraphStore], None] | None:
-    """tests/invariants.py's check_memory, when this runs from a checkout."""
-    try:  # imported by name: tests/ is not part of the package (nor of its type check)
-        check_memory = importlib.import_module("tests.invariants").check_memory
-    except ImportError:
+    """tests/invariants.py's check_memory, when this runs from a checkout: read from
+    the tests/ beside the package, whatever the working directory (the ``cam`` script
+    does not put it on sys.path)."""
+    path = CHECKOUT / "tests" / "invariants.py"
+    spec = importlib.util.spec_from_file_location("cam_crash_invariants", path)
+    if spec is None or spec.loader is None or not path.is_file():
         return None
+    # loaded from its file: tests/ is not part of the package (nor of its type check)
+    invariants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(invariants)
+    check_memory = invariants.check_memory
     size = Settings().max_cluster_size
 
     def check(store: GraphStore) -> None:
@@ -567,60 +571,26 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cam_engine.bench.crash", description=__doc__)
-    parser.add_argument("--points", type=int, default=50, help="kill points (default 50)")
-    parser.add_argument("--store", choices=("sqlite", "neo4j"), default="sqlite")
-    parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--chunk-tokens", type=int, default=200)
-    parser.add_argument(
-        "--kill",
-        choices=tuple(KILL_CHOICES),
-        default="all",
-        help=(
-            "neo4j: what fails, in turn: the ingest, the server's JVM and the connection "
-            "(dropped, or a reply lost) (all); the ingest and the JVM (both); the ingest "
-            "(process)"
-        ),
-    )
-    parser.add_argument(
-        "--base",
-        type=Path,
-        help=(
-            "sqlite: a SQLite memory to start from: each run ingests the book into a fresh "
-            "copy of it (its file, -wal, -shm and .vectors folder), with the memory's stored "
-            "settings and model (--chunk-tokens is not used)"
-        ),
-    )
-    parser.add_argument("--memory", default="scale", help="the --base's memory (default scale)")
-    parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each point")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    if args.points < 1 or not args.book.is_file():
-        parser.error("need --points >= 1 and an existing --book")
-    if args.base is not None and args.store != "sqlite":
-        parser.error("--base is a SQLite memory: it needs --store sqlite")
-    book = Book(
-        args.book.resolve(),
-        args.batch_size,
-        args.chunk_tokens,
-        stored_settings=args.base is not None,
-    )
-    try:
-        if args.base is not None:
-            summary = sweep_base(book, BaseMemory(args.base.resolve(), args.memory), args.points)
-        else:
-            summary = sweep(book, args.store, args.points, kill=args.kill)
-    except CamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    results = summary.pop("results")
-    print_figures(summary, args.out, {"results": results})
+def run(
+    book_path: Path,
+    *,
+    points: int = 50,
+    store: str = "sqlite",
+    batch_size: int = 32,
+    chunk_tokens: int = 200,
+    kill: str = "all",
+    base: Path | None = None,
+    memory: str = "scale",
+) -> dict[str, Any]:
+    """The sweep of ``cam bench crash``: its summary, every point's result under
+    "results". With ``base``, into copies of that SQLite memory (``store`` unused)."""
+    book = Book(book_path.resolve(), batch_size, chunk_tokens, stored_settings=base is not None)
+    if base is not None:
+        return sweep_base(book, BaseMemory(base.resolve(), memory), points)
+    return sweep(book, store, points, kill=kill)
+
+
+def passed(summary: dict[str, Any]) -> bool:
+    """Every point resumed to the clean memory."""
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]
-    return 0 if ok and not summary["resume_failed"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return bool(ok and not summary["resume_failed"])

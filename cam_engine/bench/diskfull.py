@@ -1,8 +1,8 @@
 """Full disk: ``cam ingest`` into SQLite runs out of room part-way, then runs again
 with room, and the memory must equal a clean ingest row by row.
 
-    python -m cam_engine.bench.diskfull --points 20
-    python -m cam_engine.bench.diskfull --points 20 --seed OTHER_BOOK
+    cam bench diskfull --points 20
+    cam bench diskfull --points 20 --seed OTHER_BOOK
 
 The room is a file size limit (RLIMIT_FSIZE, ``ulimit -f``) on the ``cam`` process,
 with SIGXFSZ ignored so that a write past it fails with EFBIG instead of killing the
@@ -30,14 +30,12 @@ rerun without a limit must resume to the clean memory (crash.py's ``resume``: ro
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -45,9 +43,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from cam_engine.bench import print_figures
 from cam_engine.bench.crash import (
-    DEFAULT_BOOK,
     Book,
     PointResult,
     Reference,
@@ -227,35 +223,23 @@ def _shape(lines: list[str]) -> str:
     return re.sub(r"\d+", "N", re.sub(r"/\S+\.db", "STORE", text))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.diskfull", description=__doc__
-    )
-    parser.add_argument("--points", type=int, default=20, help="limits tried (default 20)")
-    parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--chunk-tokens", type=int, default=200)
-    parser.add_argument(
-        "--seed",
-        type=Path,
-        help="first ingest this book into memory 'seed' of every store, and spread the "
-        "limits from that file's size: checkpoints then run into the limit too",
-    )
-    parser.add_argument("--out", type=Path, help="also write every point's result here (JSON)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log each point")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    if args.points < 1 or not args.book.is_file() or (args.seed and not args.seed.is_file()):
-        parser.error("need --points >= 1, an existing --book and, if given, --seed")
-    book = Book(args.book.resolve(), args.batch_size, args.chunk_tokens)
-    summary = sweep(book, args.points, args.seed.resolve() if args.seed else None)
-    results = summary.pop("results")
-    print_figures(summary, args.out, {"results": results})
+def run(
+    book_path: Path,
+    *,
+    points: int = 20,
+    batch_size: int = 32,
+    chunk_tokens: int = 200,
+    seed: Path | None = None,
+) -> dict[str, Any]:
+    """The sweep of ``cam bench diskfull``: its summary, every point's result under
+    "results"."""
+    book = Book(book_path.resolve(), batch_size, chunk_tokens)
+    return sweep(book, points, seed.resolve() if seed else None)
+
+
+def passed(summary: dict[str, Any]) -> bool:
+    """Every point resumed to the clean memory, and each failed run said so in one line."""
     failed = summary["points"] - summary["finished"]
     ok = summary["identical"] == summary["points"] == summary["stats_equal"]
     ok = ok and summary["seed_memory_intact"] in (None, summary["points"])
-    return 0 if ok and summary["one_line_errors"] == failed and not summary["resume_failed"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return bool(ok and summary["one_line_errors"] == failed and not summary["resume_failed"])

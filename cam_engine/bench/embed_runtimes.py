@@ -1,7 +1,7 @@
 """The default model's two CPU runtimes side by side: numpy and torch
 (sentence-transformers).
 
-    python -m cam_engine.bench.embed_runtimes [--book PATH] [--repeats N] [--out FILE]
+    cam bench embed-runtimes [--book PATH] [--repeats N] [--out FILE]
 
 Figures (one JSON line), per runtime: seconds to import it and load the model in a
 fresh process (median of ``--repeats``); milliseconds per question (median of 20,
@@ -13,20 +13,16 @@ between the two runtimes' vectors of those texts.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cam_engine.bench import print_figures
-from cam_engine.bench.stores import default_book
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed.base import Embedder
@@ -116,23 +112,3 @@ def run(book: Path, repeats: int) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.embed_runtimes",
-        description="The default model on the CPU: numpy against torch.",
-    )
-    parser.add_argument("--book", type=Path, default=default_book(), help="book to chunk")
-    parser.add_argument("--repeats", type=int, default=3, help="loads and batches per runtime")
-    parser.add_argument("--out", type=Path, help="also write the JSON line to this file")
-    args = parser.parse_args(argv)
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    print_figures(run(args.book, args.repeats), args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

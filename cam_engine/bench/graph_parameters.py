@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python -m cam_engine.bench.graph_parameters [--data DIR] [--out DIR] [--cache DIR]
+    cam bench graph-parameters [--data DIR] [--out DIR] [--cache DIR]
 
 It prints markdown tables (docs/defaults.md pastes them):
 
@@ -20,14 +20,12 @@ the code the engine uses. Embeddings are cached as .npy files under ``--cache``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
 import os
 import random
 import re
-import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -36,7 +34,6 @@ from pathlib import Path
 import igraph as ig
 import numpy as np
 
-from cam_engine.bench import shared_data_dir
 from cam_engine.chunking import chunk_document, count_tokens
 from cam_engine.graph.similarity import Located, expand
 
@@ -480,8 +477,29 @@ def load_hotpot(data_dir: Path, embedder: CachedEmbedder) -> tuple[Corpus, int]:
     return Corpus("HotpotQA", nodes, vectors, gold_pairs), len(questions)
 
 
-def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
-    """Run every measurement; returns (printed report, full report, raw results)."""
+def run(data_dir: Path, cache_dir: Path, out: Path | None = None) -> str:
+    """Run every measurement; return the printed report. With ``out``, also write the
+    full report (report.md, with the whole grid) and the raw results (results.json)
+    into that folder."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    # the tokenizer warns about every text over 512 pieces; counting them is the point here
+    logging.getLogger("transformers.tokenization_utils_base").setLevel(logging.ERROR)
+    printed, full, raw = measure(data_dir, cache_dir)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(full, encoding="utf-8")
+        (out / "results.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+    return printed
+
+
+def lacks_data(data_dir: Path) -> bool:
+    """The folder lacks what the measurements read (HotpotQA and the books)."""
+    return not (data_dir / "hotpotqa").is_dir() or not (data_dir / "haystacks").is_dir()
+
+
+def measure(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
+    """Every measurement: (printed report, full report, raw results)."""
     timings: dict[str, float] = {}
     started = time.perf_counter()
     embedder = CachedEmbedder(cache_dir)
@@ -600,50 +618,3 @@ def run(data_dir: Path, cache_dir: Path) -> tuple[str, str, dict[str, object]]:
         "seconds": timings,
     }
     return printed + "\n", full + "\n", raw
-
-
-def default_data_dir() -> Path:
-    return shared_data_dir()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.graph_parameters",
-        description="Measure alpha/sigma/theta/chunk size for the MiniLM embedder on real data.",
-    )
-    parser.add_argument(
-        "--data",
-        type=Path,
-        default=default_data_dir(),
-        help="the shared data folder (default: ../shared/data beside the checkout)",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="also write report.md (with the full grid) and results.json here",
-    )
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        default=Path("/tmp/cam-defaults-cache"),
-        help="embedding cache folder (default: /tmp/cam-defaults-cache)",
-    )
-    args = parser.parse_args(argv)
-    if not (args.data / "hotpotqa").is_dir() or not (args.data / "haystacks").is_dir():
-        parser.error(f"no benchmark data at {args.data}: pass --data PATH/TO/shared/data")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # the tokenizer warns about every text over 512 pieces; counting them is the point here
-    logging.getLogger("transformers.tokenization_utils_base").setLevel(logging.ERROR)
-    printed, full, raw = run(args.data, args.cache)
-    sys.stdout.write(printed)
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "report.md").write_text(full, encoding="utf-8")
-        (args.out / "results.json").write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

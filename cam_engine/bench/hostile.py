@@ -1,7 +1,7 @@
 """Adversarial input and clients: every case of docs/reliability.md's table, rerun.
 
     cam bench hostile [--case NAME ...] [--timeout 180] [--out FILE]
-    python -m cam_engine.bench.hostile
+    cam bench hostile
 
 Each case builds its hostile input in a temporary folder (untimed, in a stream:
 bench/hostile_inputs.py), then does what a user or a client would: a ``cam`` command
@@ -19,7 +19,6 @@ one JSON object of every figure; the exit status is 1 when a case missed.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import http.client
 import itertools
@@ -884,23 +883,11 @@ def run_cases(names: Sequence[str], timeout: float) -> list[Outcome]:
     return outcomes
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--case", action="append", choices=list(CASES), help="repeatable")
-    parser.add_argument("--timeout", type=float, default=3 * TARGET_SECONDS)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    outcomes = run_cases(args.case or list(CASES), args.timeout)
-    figures = {
+def run(names: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Each case's outcome (one line each as it ends), then the figures: every case
+    and the names of those that missed their targets."""
+    outcomes = run_cases(names, timeout)
+    return {
         "cases": [asdict(o) | {"within_targets": o.within} for o in outcomes],
         "missed": [o.case for o in outcomes if not o.within],
     }
-    line = json.dumps(figures)
-    print(line)
-    if args.out is not None:
-        args.out.write_text(json.dumps(figures, indent=2) + "\n")
-    return 1 if figures["missed"] else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

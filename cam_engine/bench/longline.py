@@ -1,6 +1,6 @@
 """One long line: ``cam ingest -`` of generated one-line documents of growing size.
 
-    python -m cam_engine.bench.longline [--sizes 0.5,1,2,4] [--punctuation]
+    cam bench longline [--sizes 0.5,1,2,4] [--punctuation]
 
 Each document is random words of a fixed vocabulary joined by single spaces, with no
 newline anywhere (``--punctuation``: a sentence end about every 15 words). Each size
@@ -20,7 +20,6 @@ linear in the length of the line when it stays flat (from about 1 MB on: below
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import subprocess
@@ -77,33 +76,25 @@ def measure(line: bytes, folder: Path, chunk_tokens: int, startup: float = 0.0) 
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="0.5,1,2,4", help="MiB, comma-separated")
-    parser.add_argument("--punctuation", action="store_true", help="sentence ends in the line")
-    parser.add_argument("--chunk-tokens", type=int, default=200)
-    args = parser.parse_args(argv)
-    sizes = [float(s) for s in args.sizes.split(",")]
+def run(
+    sizes: list[float], *, punctuation: bool = False, chunk_tokens: int = 200
+) -> dict[str, Any]:
+    """The figures of ``cam bench longline``: startup, then one run per size in MiB."""
     with tempfile.TemporaryDirectory(prefix="cam-longline-") as folder:
         startup = measure(b"one two three four five six seven eight nine ten", Path(folder), 16)
         runs = [
             measure(
-                one_line(mb, punctuation=args.punctuation),
+                one_line(mb, punctuation=punctuation),
                 Path(folder),
-                args.chunk_tokens,
+                chunk_tokens,
                 startup["seconds"],
             )
             for mb in sizes
         ]
-    figures = {
+    return {
         "embed_model": EMBED,
-        "punctuation": args.punctuation,
-        "chunk_tokens": args.chunk_tokens,
+        "punctuation": punctuation,
+        "chunk_tokens": chunk_tokens,
         "startup_s": startup["seconds"],
         "runs": runs,
     }
-    print(json.dumps(figures))
-
-
-if __name__ == "__main__":
-    main()

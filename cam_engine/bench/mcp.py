@@ -1,6 +1,6 @@
 """MCP benchmark: latency of ``ask`` through ``cam mcp`` over stdio, as an agent sees it.
 
-    python -m cam_engine.bench.mcp [--book PATH] [--cached-vectors FILE] [--out FILE]
+    cam bench mcp [--book PATH] [--cached-vectors FILE] [--out FILE]
 
 A book (Frankenstein by default) is ingested into a SQLite memory in a temporary folder
 with the default embedder (MiniLM) and the extractive summarizer; ``--cached-vectors``
@@ -19,7 +19,6 @@ on a shared machine are noisy: compare runs, not single figures.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -31,15 +30,14 @@ from typing import Any
 
 import anyio
 
-from cam_engine.bench import print_figures
 from cam_engine.bench.ask import BOOK_QUESTIONS
-from cam_engine.bench.stores import default_book, percentile
+from cam_engine.bench.stores import percentile
 from cam_engine.config import Settings
 from cam_engine.embed import embedding_device, load_embedder
 from cam_engine.embed.caching import CachingEmbedder
 from cam_engine.errors import CamError, InputError
 from cam_engine.memory import Memory
-from cam_engine.retrieval.strategies import DEFAULT, STRATEGIES
+from cam_engine.retrieval.strategies import DEFAULT
 
 WARM_UP = 5
 TARGET_P95_MS = 100.0
@@ -174,37 +172,3 @@ def run(
         **served,
         **built,
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.mcp",
-        description="Latency of ask through `cam mcp` over stdio, on a book in SQLite.",
-    )
-    parser.add_argument("--book", type=Path, default=default_book(), help="book to ingest")
-    parser.add_argument(
-        "--strategy", choices=list(STRATEGIES), default=DEFAULT, help=f"[{DEFAULT}]"
-    )
-    parser.add_argument("--device", help="where the model runs (default: auto)")
-    parser.add_argument(
-        "--cached-vectors", type=Path, help="read and save the book's vectors in this .npz"
-    )
-    parser.add_argument("--out", type=Path, help="also write the JSON line to this file")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        figures = run(
-            args.book,
-            strategy=args.strategy,
-            device=args.device,
-            cached_vectors=args.cached_vectors,
-        )
-    except CamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print_figures(figures, args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

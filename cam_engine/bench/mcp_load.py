@@ -1,7 +1,7 @@
 """MCP load benchmark: clients asking through ``cam mcp`` over HTTP while one ingests.
 
-    python -m cam_engine.bench.mcp_load [--seconds 30] [--clients 8] [--embedder hashing]
-    python -m cam_engine.bench.mcp_load --base big.db [--memory scale]
+    cam bench mcp-load [--seconds 30] [--clients 8] [--embed-model hashing:64]
+    cam bench mcp-load --base big.db [--memory scale]
 
 A book (Frankenstein by default) is ingested into a fresh SQLite memory in a temporary
 folder (``--cached-vectors`` keeps its vectors between runs, as in bench/mcp.py); or,
@@ -36,7 +36,6 @@ is not 0. Timings on a shared machine are noisy: compare runs, not single figure
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import socket
@@ -53,10 +52,9 @@ from typing import Any
 
 import anyio
 
-from cam_engine.bench import print_figures, shared_data_dir
 from cam_engine.bench.base_memory import BaseMemory, stored_settings
 from cam_engine.bench.mcp import QUESTIONS
-from cam_engine.bench.stores import default_book, percentile
+from cam_engine.bench.stores import percentile
 from cam_engine.config import DEFAULT_EMBED_MODEL, Settings
 from cam_engine.embed import load_embedder
 from cam_engine.embed.caching import CachingEmbedder
@@ -69,11 +67,6 @@ STATS_EVERY = 4  # asks between two stats calls of one client
 HOLD_LIMIT_S = 120.0  # how long a held batch waits for the readers' answers at most
 READY_LIMIT_S = 180.0  # for the server to listen and load the memory
 VIOLATIONS_SHOWN = 5
-
-
-def default_ingest_book() -> Path:
-    """Moby Dick in ../shared/data beside the checkout."""
-    return shared_data_dir() / "haystacks" / "gutenberg" / "pg2701.txt"
 
 
 def parts_of(text: str, words: int, prefix: str) -> list[tuple[str, str]]:
@@ -459,7 +452,7 @@ def from_base(base: BaseMemory, folder: Path) -> tuple[Path, str, dict[str, Any]
         {
             "base": str(base.path),
             "base_chunks": settings["chunks"],
-            "embedder": settings.get("embed_model"),  # the memory's, not --embedder
+            "embedder": settings.get("embed_model"),  # the memory's, not --embed-model
             "copy_s": copy_s,
         },
     )
@@ -499,71 +492,3 @@ def figures(load: Load, wall: float, stats: dict[str, Any], o: LoadOptions) -> d
         "chunks_after": next(row["nodes"] for row in stats["levels"] if row["level"] == 0),
         "documents_after": stats["documents"],
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.mcp_load",
-        description="Clients asking through `cam mcp` over HTTP while one ingests.",
-    )
-    parser.add_argument("--book", type=Path, default=default_book(), help="book seeded first")
-    parser.add_argument(
-        "--ingest-book", type=Path, default=default_ingest_book(), help="book ingested meanwhile"
-    )
-    parser.add_argument("--seconds", type=float, default=30.0, help="[30]")
-    parser.add_argument("--clients", type=int, default=8, help="clients asking [8]")
-    parser.add_argument("--batch-size", type=int, default=16, help="chunks per ingest batch [16]")
-    parser.add_argument(
-        "--part-words", type=int, default=6000, help="words per ingest_text call [6000]"
-    )
-    parser.add_argument(
-        "--embedder",
-        default=DEFAULT_EMBED_MODEL,
-        help=f"model of the memory, e.g. hashing:384 [{DEFAULT_EMBED_MODEL}]",
-    )
-    parser.add_argument("--readers", type=int, help="cam mcp --readers (default: its own)")
-    parser.add_argument("--device", help="where the model runs (default: auto)")
-    parser.add_argument(
-        "--cached-vectors", type=Path, help="read and save the seed book's vectors in this .npz"
-    )
-    parser.add_argument(
-        "--hold-batch",
-        type=int,
-        help="hold the server's Nth batch written and uncommitted until every client has "
-        "had --answers-while-held answers",
-    )
-    parser.add_argument("--answers-while-held", type=int, default=2, help="[2]")
-    parser.add_argument(
-        "--base",
-        type=Path,
-        help="serve a copy of this SQLite memory (file, -wal, -shm, .vectors) instead of "
-        "seeding --book; its stored settings and model apply (--embedder is not used)",
-    )
-    parser.add_argument("--memory", default="scale", help="the --base's memory [scale]")
-    parser.add_argument("--out", type=Path, help="also write the JSON line to this file")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        options = LoadOptions(
-            seconds=args.seconds,
-            clients=args.clients,
-            model=args.embedder,
-            batch_size=args.batch_size,
-            part_words=args.part_words,
-            readers=args.readers,
-            device=args.device,
-            cached_vectors=args.cached_vectors,
-            hold_batch=args.hold_batch,
-            answers_while_held=args.answers_while_held,
-            base=None if args.base is None else BaseMemory(args.base.resolve(), args.memory),
-        )
-        result = run(args.book, args.ingest_book, options)
-    except CamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print_figures(result, args.out)
-    return 1 if result["errors"] or result["half_written"] else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

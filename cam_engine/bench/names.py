@@ -1,6 +1,6 @@
 """Name extraction on a book: how many names a chunk gets, and how fast.
 
-    python -m cam_engine.bench.names BOOK [--chunk-tokens 200] [--sample 5]
+    cam bench names BOOK [--chunk-tokens 200] [--sample 5]
 
 The book is chunked as an ingest chunks it; each chunk goes through
 ``cam_engine.names.names_in``. Figures (one JSON line): chunks, chars, names per chunk
@@ -11,8 +11,6 @@ passes), and the names of ``--sample`` chunks spread over the book, to read.
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import time
 from collections import Counter
@@ -56,15 +54,6 @@ def measure(text: str, chunk_tokens: int, sample: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("book", type=Path)
-    parser.add_argument("--chunk-tokens", type=int, default=200)
-    parser.add_argument("--sample", type=int, default=5)
-    args = parser.parse_args()
-    text = args.book.read_text(encoding="utf-8")
-    print(json.dumps(measure(text, args.chunk_tokens, args.sample), ensure_ascii=False))
-
-
-if __name__ == "__main__":
-    main()
+def run(book: Path, chunk_tokens: int = 200, sample: int = 5) -> dict[str, Any]:
+    """The figures of ``cam bench names`` on a book file."""
+    return measure(book.read_text(encoding="utf-8"), chunk_tokens, sample)

@@ -1,6 +1,6 @@
 """A private Neo4j server for tests that stop or kill it: docker/neo4j-local with its own
 home (under a temporary folder), free ports and the cached jars linked in, so a shared
-server is never touched. Used by ``python -m cam_engine.bench.crash --store neo4j`` and
+server is never touched. Used by ``cam bench crash --store neo4j`` and
 tests/integration/test_crash.py and test_neo4j_faults.py.
 """
 

@@ -1,7 +1,7 @@
 """Readers beside a writer: how often ``Memory.stats`` mixes two commits.
 
-    python -m cam_engine.bench.readers                                   # SQLite
-    python -m cam_engine.bench.readers --store bolt://127.0.0.1:7687     # Neo4j
+    cam bench readers                                   # SQLite
+    cam bench readers --store bolt://127.0.0.1:7687     # Neo4j
 
 One ``cam ingest`` process writes a book in small batches while this process calls
 ``Memory.stats()`` in a loop. An observation is mixed when its level-0 node count is
@@ -15,19 +15,17 @@ mixed, read p50/p95 in ms.
 
 from __future__ import annotations
 
-import argparse
-import json
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from cam_engine import Memory
-from cam_engine.bench.crash import DEFAULT_BOOK, cam_argv, child_env
+from cam_engine.bench.crash import cam_argv, child_env
 from cam_engine.embed import HashingEmbedder
 from cam_engine.errors import NotFoundError
 from cam_engine.store.base import backend_name
@@ -79,27 +77,20 @@ def observe(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cam_engine.bench.readers", description=__doc__)
-    parser.add_argument("--store", help="a Neo4j URI (default: a fresh SQLite file)")
-    parser.add_argument("--book", type=Path, default=DEFAULT_BOOK)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument(
-        "--unprotected", action="store_true", help="read without store.read_snapshot"
-    )
-    args = parser.parse_args(argv)
+def run(
+    book: Path, *, store: str | None = None, batch_size: int = 8, unprotected: bool = False
+) -> dict[str, Any]:
+    """``observe`` in a fresh memory: of ``store`` (a Neo4j URI, the memory deleted
+    afterwards), or of a temporary SQLite file."""
     memory = f"readers{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory(prefix="cam-readers-") as tmp:
-        store = args.store or str(Path(tmp) / "readers.db")
-        result = observe(
-            store, memory, args.book.resolve(), args.batch_size, unprotected=args.unprotected
-        )
-        if args.store:
+        target = store or str(Path(tmp) / "readers.db")
+        result = observe(target, memory, book.resolve(), batch_size, unprotected=unprotected)
+        if store:
             Memory.open(store, memory, embedder=HashingEmbedder(64), create=False).delete()
-    print(json.dumps(result))
-    ok = result["writer_rc"] == 0 and (args.unprotected or result["mixed"] == 0)
-    return 0 if ok else 1
+    return result
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def passed(result: dict[str, Any]) -> bool:
+    """The writer finished, and (reads protected) no read mixed two commits."""
+    return bool(result["writer_rc"] == 0 and (result["unprotected"] or result["mixed"] == 0))

@@ -1,6 +1,6 @@
 """Store benchmark: the same book into the embedded SQLite store and into Neo4j.
 
-    python -m cam_engine.bench.stores [--book PATH] [--batch-size 64] [--neo4j URI]
+    cam bench stores [--book PATH] [--batch-size 64] [--neo4j URI]
 
 Both memories get the same settings, the extractive summarizer, the same batches and
 one shared caching embedder: the book's chunks are embedded once up front, summaries
@@ -28,9 +28,6 @@ machine are noisy: compare runs, not single figures.
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import statistics
 import sys
 import tempfile
@@ -43,7 +40,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from cam_engine.bench import shared_data_dir
 from cam_engine.chunking import chunk_document
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
@@ -59,11 +55,6 @@ MODEL = "all-MiniLM-L6-v2"
 QUERIES = 200
 WARM_UP_QUERIES = 10
 TOP_K = 10
-
-
-def default_book() -> Path:
-    """Frankenstein in ../shared/data beside the checkout."""
-    return shared_data_dir() / "haystacks" / "gutenberg" / "pg84.txt"
 
 
 def ingest_seconds(reports: Sequence[BatchReport]) -> float:
@@ -191,30 +182,3 @@ def run(
             for row in neo4j_stats["levels"]
         ],
     }
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.bench.stores",
-        description="Ingest one book into SQLite and into Neo4j; compare times and queries.",
-    )
-    parser.add_argument("--book", type=Path, default=default_book(), help="text to ingest")
-    parser.add_argument("--batch-size", type=int, default=64, help="chunks per batch [64]")
-    parser.add_argument(
-        "--neo4j",
-        default=os.environ.get("CAM_NEO4J_URI") or "bolt://127.0.0.1:7687",
-        help="Neo4j URI [$CAM_NEO4J_URI or bolt://127.0.0.1:7687]",
-    )
-    args = parser.parse_args(argv)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    try:
-        figures = run(args.book, batch_size=args.batch_size, neo4j_uri=args.neo4j)
-    except CamError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps(figures, sort_keys=True))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """How prune-and-grow's growth settings were chosen (not a test).
 
-    python -m cam_engine.bench.tuning [--set hotpotqa:PATH] [--set qmsum:PATH] [--out DIR]
+    cam bench tuning [--set hotpotqa:PATH] [--set qmsum:PATH] [--out DIR]
 
 Builds the memories of each tuning set once (the 100 hard HotpotQA questions, pooled,
 and QMSum's validation meetings, a memory each, by default: not the sets
@@ -14,14 +14,12 @@ an embedding cache) so a second run skips the build.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from cam_engine.bench import shared_data_dir
 from cam_engine.config import DEFAULT_EMBED_MODEL
 from cam_engine.embed import load_embedder
 from cam_engine.embed.caching import CachingEmbedder
@@ -59,8 +57,8 @@ VARIANTS: dict[str, GrowSettings] = {
 }
 
 
-def default_sets() -> list[tuple[str, Path]]:
-    data = shared_data_dir()
+def default_sets(data: Path) -> list[tuple[str, Path]]:
+    """The tuning sets in the shared data folder ``data``."""
     return [
         ("hotpotqa", data / "hotpotqa" / "hotpotqa_dev_100_hard.jsonl"),
         ("qmsum", data / "qmsum" / "val.jsonl"),
@@ -108,15 +106,12 @@ def tune(kind: str, path: Path, workdir: Path) -> dict[str, list[float]]:
     return {label: list(np.mean(rows, axis=0)) for label, rows in recalls.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", action="append", help="KIND:PATH (default: the tuning sets)")
-    parser.add_argument("--out", type=Path, help="Keep memories and vectors here.")
-    args = parser.parse_args()
-    sets = [(s.split(":", 1)[0], Path(s.split(":", 1)[1])) for s in args.set or []]
+def run(sets: list[tuple[str, Path]], keep: Path | None = None) -> None:
+    """Tune on each (loader kind, path) set and print its table; ``keep``: the folder
+    that keeps the built memories and vectors (default: a temporary one)."""
     with tempfile.TemporaryDirectory(prefix="cam-tuning-") as scratch:
-        root = args.out or Path(scratch)
-        for kind, path in sets or default_sets():
+        root = keep or Path(scratch)
+        for kind, path in sets:
             workdir = root / f"{kind}-{path.stem}"
             workdir.mkdir(parents=True, exist_ok=True)
             results = tune(kind, path, workdir)
@@ -125,7 +120,3 @@ def main() -> None:
             print("|---" * (1 + len(BUDGETS)) + "|")
             for label, values in results.items():
                 print(f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + " |")
-
-
-if __name__ == "__main__":
-    main()

@@ -18,13 +18,12 @@ Two kinds of question, chosen deterministically (``random.Random(seed)``):
   content words of A's turn that B's turn does not use. Gold: B's turn, which shares
   little with the question but its speaker.
 
-Run ``python -m cam_engine.eval.play_dialogue PLAY.txt --out play.json``; docs/evaluation.md
+Run ``cam bench play-dialogue PLAY.txt --out play.json``; docs/evaluation.md
 ("A conversation set from a play") says how it is built and what it is biased towards.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import random
@@ -233,27 +232,19 @@ def build_set(
     return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m cam_engine.eval.play_dialogue",
-        description="Write a LoCoMo-layout conversation eval set built from a play's text.",
-    )
-    parser.add_argument("play", type=Path, help="the play as plain text (Project Gutenberg)")
-    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
-    parser.add_argument("--said", type=int, default=300, help="'what did X say' questions")
-    parser.add_argument("--reply", type=int, default=200, help="'how did B answer' questions")
-    parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--id", default=None, help="the sample id (default: the file's stem)")
-    args = parser.parse_args(argv)
-    text = args.play.read_text(encoding="utf-8-sig")
-    sample = build_set(
-        text, args.id or args.play.stem, said=args.said, reply=args.reply, seed=args.seed
-    )
-    args.out.write_text(json.dumps([sample], ensure_ascii=False, indent=1) + "\n", "utf-8")
+def run(
+    play: Path,
+    out: Path,
+    *,
+    said: int = 300,
+    reply: int = 200,
+    seed: int = 13,
+    sample_id: str | None = None,
+) -> str:
+    """Write the set built from ``play`` to ``out``; return a line saying what it holds."""
+    text = play.read_text(encoding="utf-8-sig")
+    sample = build_set(text, sample_id or play.stem, said=said, reply=reply, seed=seed)
+    out.write_text(json.dumps([sample], ensure_ascii=False, indent=1) + "\n", "utf-8")
     sessions = sum(1 for k in sample["conversation"] if re.fullmatch(r"session_\d+", k))
     kinds = Counter(q["kind"] for q in sample["qa"])
-    print(f"{args.out}: {sessions} sessions, {dict(kinds)} questions")
-
-
-if __name__ == "__main__":
-    main()
+    return f"{out}: {sessions} sessions, {dict(kinds)} questions"

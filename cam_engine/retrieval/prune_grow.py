@@ -30,7 +30,7 @@ unrelated chunks the flat ranking put higher. On level 0 alone (no hierarchy) th
 backfill stays flat.
 
 The defaults were chosen on the 100 hard HotpotQA questions and QMSum's validation
-meetings (``python -m cam_engine.bench.tuning``; docs/evaluation.md, "How
+meetings (``cam bench tuning``; docs/evaluation.md, "How
 prune-and-grow earns its place", has the comparisons: name bridges against lexical
 links, bridge ranks, the cluster fill's variants).
 """

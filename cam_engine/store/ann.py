@@ -28,7 +28,7 @@ import numpy as np
 CONNECTIVITY = 16  # HNSW's M: graph edges per vector
 EXPANSION_ADD = 128  # candidates weighed when a vector is inserted (efConstruction)
 # Candidates weighed per search (ef), by the index's size. On vectors of real
-# structure (python -m cam_engine.bench.ann; docs/benchmarks.md, "Scale"), recall@10
+# structure (cam bench ann; docs/benchmarks.md, "Scale"), recall@10
 # against exact search at 10^5 vectors was 0.914 / 0.973 / 0.984 / 0.997 at ef 64 /
 # 128 / 256 / 512 (median 0.4 / 0.6 / 1.1 / 3.0 ms); at 10^6, 0.822 / 0.884 / 0.943 /
 # 0.980 / 0.990 at ef 128 / 256 / 512 / 1024 / 2048 (p95 1.2 / 1.9 / 3.2 / 6.9 / 11.3

@@ -16,11 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from cam_engine import Memory, Settings
 from cam_engine.bench import crash
 from cam_engine.bench.base_memory import BaseMemory, remove_copy, stored_settings
 from cam_engine.bench.mcp_load import LoadOptions, run
+from cam_engine.cli.main import cli
 from cam_engine.embed import HashingEmbedder
 from cam_engine.store import sqlite_vectors
 from tests.conftest import shared_file
@@ -69,8 +71,9 @@ def test_a_copy_holds_the_database_and_its_vector_indexes(base: BaseMemory, tmp_
 
 
 def test_a_copy_without_the_memory_is_refused(base: BaseMemory, tmp_path: Path) -> None:
-    code = crash.main(["--base", str(base.path), "--memory", "other", "--points", "1"])
-    assert code == 1
+    args = ["bench", "crash", "--base", str(base.path), "--memory", "other", "--points", "1"]
+    result = CliRunner().invoke(cli, [*args, "--book", str(shared_file(BOOK))])
+    assert (result.exit_code, result.output) == (1, "Error: --base holds no memory 'other'\n")
 
 
 def test_crashes_into_copies_of_a_base_resume_to_the_clean_memory(base: BaseMemory) -> None:

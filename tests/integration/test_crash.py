@@ -5,8 +5,8 @@ memberships, documents, counters, settings), in ``cam stats --json`` and in
 tests/invariants.py. With Neo4j the server's JVM is SIGKILLed too, while the ingest
 is paused at a checkpoint, on a private instance (cam_engine/bench/neo4j_private.py).
 
-The harness is cam_engine/bench/crash.py; its long sweep (``python -m
-cam_engine.bench.crash --points 50``) gives the figures of docs/reliability.md.
+The harness is cam_engine/bench/crash.py; its long sweep (``cam bench crash --points
+50``) gives the figures of docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from cam_engine.cli.main import cli
 from cam_engine.eval.loaders import load_locomo
-from cam_engine.eval.play_dialogue import build_set, main, parse_play
+from cam_engine.eval.play_dialogue import build_set, parse_play
 from tests.conftest import shared_file
 
 PLAY = """Contents
@@ -60,7 +63,11 @@ def test_romeo_and_juliet_gives_deterministic_questions_the_loader_accepts(
 ) -> None:
     play = shared_file("haystacks/gutenberg/pg1513.txt")
     out = tmp_path / "romeo.json"
-    main([str(play), "--out", str(out), "--id", "romeo"])
+    result = CliRunner().invoke(
+        cli, ["bench", "play-dialogue", str(play), "--out", str(out), "--id", "romeo"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"{out}: ")
     evalset = load_locomo(out)
     evalset.validate()  # every gold turn occurs verbatim in the conversation
     assert len(evalset.questions) == 500
