@@ -264,7 +264,7 @@ class BuilderStore(RetrievalStore, Protocol):
 
 class AdminStore(StoreBase, Protocol):
     """Managing a memory as a whole: the memories a store holds, their figures, a node's
-    whole record (``Memory.inspect``), and what moving a memory to another store needs
+    whole record (``Memory.node``), and what moving a memory to another store needs
     (``cam export`` / ``cam import``, ``cam_engine.transfer``): the memory read page by
     page in a stable order, and removed in steps of bounded size."""
 
