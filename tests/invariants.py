@@ -119,14 +119,15 @@ def check_top(store: GraphStore) -> None:
     top = [n.id for n in store.nodes_at_level(max(levels))]
     assert len(top) <= TOP_SIZE, f"{len(top)} nodes at the top level"
     check_covering_levels(store)
-    assert {n.id for n in store.root_nodes()} == set(top), "roots below the top level"
+    nodes = [n for lv in levels for n in store.nodes_at_level(lv)]
+    everything = {n.id for n in nodes}
+    roots = everything - store.parents_of(everything).keys()
+    assert roots == set(top), "roots below the top level"
     seen, frontier = set(top), set(top)
     while frontier:
         children = store.members_of(frontier)
         frontier = {c for cs in children.values() for c in cs} - seen
         seen |= frontier
-    nodes = [n for lv in levels for n in store.nodes_at_level(lv)]
-    everything = {n.id for n in nodes}
     # No summary repeats another node's text (chunks may repeat each other: that is
     # the documents' text, and each is evidence of its own document).
     texts: dict[str, str] = {}

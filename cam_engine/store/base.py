@@ -10,6 +10,14 @@ Everything a batch changes happens inside ``transaction()``, and an exception ro
 the whole batch back. Memory development does not call the write verbs one by one: it
 works on a ``store.batch.BatchStore`` and the batch's change is written at its end by
 ``apply`` (``store.change``), one bulk statement per kind.
+
+The interface is cut into roles, each the verbs of one kind of user, so that code
+names what it uses and a backend is read (and written) role by role:
+``RetrievalStore`` (what a question reads: cam_engine.retrieval), ``BuilderStore``
+(what store.batch and the ingest pipeline need of the store itself), ``ChangeWriter``
+(the bulk writes of one batch's change, made by ``store.change.apply_change`` only),
+``ViewStore`` (the adapters' views) and ``AdminStore`` (a memory as a whole: listing,
+figures, export and import, removal). ``GraphStore`` is all of them.
 """
 
 from __future__ import annotations
@@ -153,7 +161,12 @@ class RetrievalStore(StoreBase, Protocol):
 
 
 class ViewStore(StoreBase, Protocol):
-    """The adapters' views of the memory (ReadAgent pages, GAM memos, MemAgent states)."""
+    """The adapters' views of the memory (ReadAgent pages, GAM memos, MemAgent states),
+    and the document text they are built from."""
+
+    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
+        """The chunks of a document at these positions (``Memory.document_chunks``)."""
+        ...
 
     def upsert_view_nodes(self, nodes: Sequence[ViewNode]) -> None:
         """Write view nodes with their chunk links (replacing both), and relink the
@@ -169,9 +182,6 @@ class ViewStore(StoreBase, Protocol):
     def delete_view_nodes(
         self, view: str, kind: str | None = None, group: str | None = None
     ) -> int: ...
-    def view_counts(self) -> dict[str, dict[str, int]]:
-        """{view: {kind: nodes}} for the views present in this memory."""
-        ...
 
     def keyword_search(
         self, view: str, kind: str, query: str, k: int, groups: Sequence[str] | None = None
@@ -182,42 +192,20 @@ class ViewStore(StoreBase, Protocol):
         ...
 
 
-class BuilderStore(RetrievalStore, Protocol):
-    """What memory development reads and writes, one batch at a time (cam_engine.engine
-    through store.batch), and what managing a memory needs."""
+class ChangeWriter(StoreBase, Protocol):
+    """The bulk writes that ``apply_change`` (store.change) makes of one ``GraphChange``,
+    inside the batch's transaction, and nothing else calls: a backend's ``apply`` comes
+    from ``store.change.AppliesChanges``, written once for every backend."""
 
-    # --- batches (store.batch, store.change) ------------------------------------
-    def lock_generation(self) -> int:
-        """Inside a transaction: the memory's generation (raised by every committed
-        batch), locked against other writers until the transaction ends."""
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (``apply`` writes only inside one)."""
         ...
 
-    def read_structure(self) -> StructureRows:
-        """The memory's whole structure in a few bulk reads (texts, no vectors)."""
-        ...
-
-    def apply(self, change: GraphChange) -> None:
-        """Write one batch's change inside the open transaction (store.change)."""
-        ...
-
-    def set_counters(self, counters: Mapping[str, int]) -> None: ...
-    def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
-        """Replace the members of each summary: summary id -> (its level, member ids)."""
-        ...
-
-    # --- memory-wide state ------------------------------------------------------
-    def load_settings(self) -> dict[str, Any] | None: ...
-    def memories(self) -> list[str]: ...  # names of the memories in this store, sorted
-    def save_settings(self, settings: Mapping[str, Any]) -> None: ...
-    def allocate_labels(self, level: int, count: int) -> list[str]: ...
     def clear(self, keep_chunks: bool) -> None:
         """Drop levels >= 1, edges and replicas; without ``keep_chunks``, the whole memory."""
         ...
 
-    # --- documents ----------------------------------------------------------------
-    def get_document(self, doc_id: str) -> DocumentRecord | None: ...
-    def upsert_document(self, document: DocumentRecord) -> None: ...
-    def documents(self) -> list[DocumentRecord]: ...
     def delete_documents(self, ids: Iterable[str]) -> None:
         """Delete these documents' records and the adapter views of them (view nodes
         whose document or group is one of them), in one statement per kind. Their
@@ -229,46 +217,62 @@ class BuilderStore(RetrievalStore, Protocol):
         pages and memos describe its old text)."""
         ...
 
-    # --- nodes --------------------------------------------------------------------
-    def existing_ids(self, ids: Iterable[str]) -> set[str]: ...
-    def upsert_nodes(self, nodes: Sequence[Node]) -> None: ...
+    def delete_nodes(self, ids: Iterable[str]) -> None: ...
+    def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None: ...
+    def delete_replicas(self, ids: Iterable[str]) -> None: ...
+    def upsert_document(self, document: DocumentRecord) -> None: ...
     def place_chunks(self, chunks: Sequence[Node]) -> None:
         """Write the position, text and props (offsets) of chunks already stored,
         leaving their vectors: the kept chunks of an updated document, moved."""
         ...
 
-    def delete_nodes(self, ids: Iterable[str]) -> None: ...
-    def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]: ...
-    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        """Nodes of any level that no summary has as a member, by (level, document,
-        position, id): the roots the covering top level groups."""
-        ...
-
-    # --- edges --------------------------------------------------------------------
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None: ...
     def upsert_edges(self, edges: Sequence[Edge]) -> None: ...
-    def delete_edges(self, keys: Iterable[tuple[str, str]]) -> None: ...
-    def edges_of(self, ids: Iterable[str]) -> list[Edge]: ...
-
-    # --- replicas and clusters ---------------------------------------------------
-    def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]: ...
-    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]: ...
-    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]: ...
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None: ...
-    def delete_replicas(self, ids: Iterable[str]) -> None: ...
-    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]: ...
-    def count_labels(self, level: int) -> int: ...
-    def labels_at_level(self, level: int) -> list[str]: ...
-
-    # --- hierarchy ----------------------------------------------------------------
-    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
-        """Replace the members of each summary in ``members`` (summary id -> member ids)."""
+    def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
+        """Replace the members of each summary: summary id -> (its level, member ids)."""
         ...
 
+    def save_settings(self, settings: Mapping[str, Any]) -> None: ...
+    def set_counters(self, counters: Mapping[str, int]) -> None: ...
 
-class TransferStore(StoreBase, Protocol):
-    """What moving a whole memory to another store needs (``cam export`` / ``cam import``,
-    ``cam_engine.transfer``) beyond the other roles' verbs: the memory read page by page
-    in a stable order, and removed in steps of bounded size."""
+
+class BuilderStore(RetrievalStore, Protocol):
+    """What memory development needs of the store itself: ``store.batch`` reads the
+    structure and writes each batch's change through these, and the ingest pipeline
+    reads documents and settings. Everything else a batch reads is answered by the
+    structure it holds (``store.batch.BatchStore``)."""
+
+    def lock_generation(self) -> int:
+        """Inside a transaction: the memory's generation (raised by every committed
+        batch), locked against other writers until the transaction ends."""
+        ...
+
+    def read_structure(self) -> StructureRows:
+        """The memory's whole structure in a few bulk reads (texts, no vectors)."""
+        ...
+
+    def apply(self, change: GraphChange) -> None:
+        """Write one batch's change inside the open transaction (``store.change``;
+        backends inherit it from ``AppliesChanges``)."""
+        ...
+
+    def load_settings(self) -> dict[str, Any] | None: ...
+    def get_document(self, doc_id: str) -> DocumentRecord | None: ...
+    def documents(self) -> list[DocumentRecord]: ...
+
+
+class AdminStore(StoreBase, Protocol):
+    """Managing a memory as a whole: the memories a store holds, their figures, a node's
+    whole record (``Memory.node``), and what moving a memory to another store needs
+    (``cam export`` / ``cam import``, ``cam_engine.transfer``): the memory read page by
+    page in a stable order, and removed in steps of bounded size."""
+
+    def memories(self) -> list[str]: ...  # names of the memories in this store, sorted
+    def stats(self) -> dict[str, Any]: ...
+    def existing_ids(self, ids: Iterable[str]) -> set[str]: ...
+    def edges_of(self, ids: Iterable[str]) -> list[Edge]: ...
+    def replicas_of(self, node_ids: Iterable[str]) -> dict[str, list[Replica]]: ...
 
     def nodes_page(self, after: str, limit: int, *, embeddings: bool = False) -> list[Node]:
         """At most ``limit`` nodes of any level whose ids sort after ``after`` ("" for
@@ -291,10 +295,9 @@ class TransferStore(StoreBase, Protocol):
         ...
 
 
-class GraphStore(BuilderStore, ViewStore, TransferStore, Protocol):
-    """A whole store: every role, and its figures. SqliteStore and Neo4jStore are one."""
-
-    def stats(self) -> dict[str, Any]: ...
+class GraphStore(BuilderStore, ChangeWriter, ViewStore, AdminStore, Protocol):
+    """A whole store: every role. SqliteStore and Neo4jStore are one; code that needs
+    less names the role it uses."""
 
 
 IN_MEMORY = ":memory:"

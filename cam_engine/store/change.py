@@ -18,12 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from cam_engine.errors import StoreError
 from cam_engine.faults import checkpoint
 from cam_engine.store.base import DocumentRecord
 from cam_engine.types import Edge, Node, Replica
 
 if TYPE_CHECKING:
-    from cam_engine.store.base import BuilderStore
+    from cam_engine.store.base import ChangeWriter
 
 EdgeKey = tuple[str, str]
 
@@ -119,10 +120,20 @@ class GraphChange:
             self.deleted_replicas.add(replica_id)
 
 
-def apply_change(store: BuilderStore, change: GraphChange) -> None:
+class AppliesChanges:
+    """``apply`` for a store class that implements ``ChangeWriter``: inherit it, and
+    every backend writes a batch's change the same way."""
+
+    def apply(self: ChangeWriter, change: GraphChange) -> None:
+        if not self.in_transaction:
+            raise StoreError("apply() needs an open transaction")
+        apply_change(self, change)
+
+
+def apply_change(store: ChangeWriter, change: GraphChange) -> None:
     """Write ``change`` with the store's bulk verbs, in an order that leaves the graph
     its writes made one by one would have (see the module docstring). Call it inside
-    the batch's transaction; each store's ``apply`` does."""
+    the batch's transaction; ``AppliesChanges.apply`` does."""
     if change.clear_derived:
         store.clear(keep_chunks=True)
     if change.deleted_documents:

@@ -31,7 +31,7 @@ from cam_engine.errors import ConfigError, StoreError, StoreUnavailableError
 from cam_engine.extras import NEO4J, require_extra
 from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
-from cam_engine.store.change import GraphChange, apply_change
+from cam_engine.store.change import AppliesChanges
 from cam_engine.store.cypher import check_identifier, is_read_only, load_query, statements
 from cam_engine.store.keywords import keyword_terms, search_terms
 from cam_engine.store.structure import GENERATION, StructureRows
@@ -76,7 +76,7 @@ START_A_SERVER = (
 )
 
 
-class Neo4jStore:
+class Neo4jStore(AppliesChanges):
     # READ COMMITTED, statement by statement: the reads of one question may straddle a
     # writer's commit (docs/reliability.md, "Concurrent ingests").
     isolated_snapshots = False
@@ -174,6 +174,10 @@ class Neo4jStore:
     @property
     def memory(self) -> str:
         return self._memory
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._tx is not None
 
     def close(self) -> None:
         self._driver.close()
@@ -321,10 +325,6 @@ class Neo4jStore:
     def save_settings(self, settings: Mapping[str, Any]) -> None:
         self._run("save_settings", settings=json.dumps(dict(settings), sort_keys=True))
 
-    def allocate_labels(self, level: int, count: int) -> list[str]:
-        start = self._run("allocate_labels", name=f"label:{level}", count=count)[0]["start"]
-        return [f"{level}.{n}" for n in range(start, start + count)]
-
     def clear(self, keep_chunks: bool) -> None:
         self._run("clear_derived_tx" if keep_chunks else "clear_all")
 
@@ -355,11 +355,6 @@ class Neo4jStore:
             documents=self.documents(),
             settings=self.load_settings(),
         )
-
-    def apply(self, change: GraphChange) -> None:
-        if self._tx is None:
-            raise StoreError("apply() needs an open transaction")
-        apply_change(self, change)
 
     def set_counters(self, counters: Mapping[str, int]) -> None:
         rows = [{"name": name, "value": value} for name, value in sorted(counters.items())]
@@ -463,9 +458,6 @@ class Neo4jStore:
     def nodes_at_level(self, level: int, *, embeddings: bool = False) -> Iterator[Node]:
         for row in self._rows("nodes_at_level", level=level, embeddings=embeddings):
             yield _node(row)
-
-    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        return [_node(row) for row in self._rows("root_nodes", embeddings=embeddings)]
 
     def chunks_near(self, doc_id: str, positions: Iterable[int]) -> list[Node]:
         rows = self._rows("chunks_near", doc_id=doc_id, positions=sorted(set(positions)))
@@ -599,14 +591,6 @@ class Neo4jStore:
             result.setdefault(replica.node_id, []).append(replica)
         return result
 
-    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
-        replicas = map(_replica, self._rows("replicas_by_id", ids=sorted(set(ids))))
-        return {r.id: r for r in replicas}
-
-    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
-        rows = self._rows("replicas_with_labels", labels=sorted(set(labels)))
-        return [_replica(row) for row in rows]
-
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
         if replicas:
             self._run(
@@ -628,20 +612,7 @@ class Neo4jStore:
         if wanted:
             self._run("delete_replicas", ids=wanted)
 
-    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
-        rows = self._rows("label_sizes", labels=sorted(set(labels)))
-        return {label: int(size) for label, size in rows}
-
-    def count_labels(self, level: int) -> int:
-        return int(self._run("count_labels", level=level)[0]["count"])
-
-    def labels_at_level(self, level: int) -> list[str]:
-        return [row["label"] for row in self._run("labels_at_level", level=level)]
-
     # --- hierarchy ------------------------------------------------------------------------------
-    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
-        self.replace_members({sid: (level, ms) for sid, ms in members.items()})
-
     def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
         # The level is the summary's own: the graph needs no copy of it on the links.
         rows = [{"summary_id": sid, "members": sorted(set(ms))} for sid, (_, ms) in members.items()]
@@ -737,7 +708,7 @@ class Neo4jStore:
         rows = self._run("delete_view_nodes", view=view, kind=kind, grp=group)
         return int(rows[0]["deleted"]) if rows else 0
 
-    def view_counts(self) -> dict[str, dict[str, int]]:
+    def _view_counts(self) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for row in self._run("view_counts"):
             counts.setdefault(row["view"], {})[row["kind"]] = row["nodes"]
@@ -857,7 +828,7 @@ class Neo4jStore:
             "repeated_summary_texts": int(shape["repeated_summaries"]),
             "names": int(memory_wide["names"]),
             "mentions": int(memory_wide["mentions"] or 0),
-            "views": self.view_counts(),
+            "views": self._view_counts(),
         }
 
 

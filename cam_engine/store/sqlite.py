@@ -24,7 +24,7 @@ from cam_engine.config import Environment, validate_memory_name
 from cam_engine.errors import NotFoundError, StoreError, StoreWriteError
 from cam_engine.names import chunk_names
 from cam_engine.store.base import DocumentRecord, T, cluster_shape
-from cam_engine.store.change import GraphChange, apply_change
+from cam_engine.store.change import AppliesChanges
 from cam_engine.store.keywords import bm25_top_k, search_terms
 from cam_engine.store.migrations import migrate
 from cam_engine.store.sqlite_errors import describe, error_name, is_busy, is_write_failure
@@ -59,7 +59,7 @@ class _Closed:
         raise StoreError(self._message)
 
 
-class SqliteStore:
+class SqliteStore(AppliesChanges):
     # A read transaction in WAL mode sees the last commit before it began, whatever a
     # writer on another connection does meanwhile.
     isolated_snapshots = True
@@ -111,6 +111,10 @@ class SqliteStore:
     @property
     def memory(self) -> str:
         return self._memory
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
 
     def close(self) -> None:
         if isinstance(self._conn, _Closed):
@@ -276,19 +280,6 @@ class SqliteStore:
     def memories(self) -> list[str]:
         return [r[0] for r in self._q("SELECT name FROM memories ORDER BY name")]
 
-    def allocate_labels(self, level: int, count: int) -> list[str]:
-        name = f"label:{level}"
-        rows = self._q(
-            "SELECT value FROM counters WHERE memory = ? AND name = ?", self._memory, name
-        )
-        start = rows[0][0] if rows else 0
-        self._conn.execute(
-            "INSERT INTO counters (memory, name, value) VALUES (?, ?, ?) "
-            "ON CONFLICT (memory, name) DO UPDATE SET value = excluded.value",
-            (self._memory, name, start + count),
-        )
-        return [f"{level}.{n}" for n in range(start, start + count)]
-
     def clear(self, keep_chunks: bool) -> None:
         m = self._memory
         levels = {r[0] for r in self._q("SELECT DISTINCT level FROM nodes WHERE memory = ?", m)}
@@ -336,11 +327,6 @@ class SqliteStore:
             settings=self.load_settings(),
             chunk_vectors=None,  # a batch's neighbours are searched by nearest()
         )
-
-    def apply(self, change: GraphChange) -> None:
-        if not self._in_transaction:
-            raise StoreError("apply() needs an open transaction")
-        apply_change(self, change)
 
     def set_counters(self, counters: Mapping[str, int]) -> None:
         self._conn.executemany(
@@ -527,15 +513,6 @@ class SqliteStore:
         )
         for row in cursor:
             yield self._node(row, embeddings)
-
-    def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        rows = self._q(
-            f"SELECT {self._node_columns(embeddings)} FROM nodes n WHERE memory = ? AND NOT "
-            "EXISTS (SELECT 1 FROM members m WHERE m.memory = n.memory AND m.member_id = n.id) "
-            "ORDER BY level, doc_id, position, id",
-            self._memory,
-        )
-        return [self._node(r, embeddings) for r in rows]
 
     def roots_within(self, documents: Sequence[str], *, embeddings: bool = False) -> list[Node]:
         # The members of the scope's summaries are found once (not per node, as a
@@ -752,24 +729,6 @@ class SqliteStore:
             result.setdefault(row[1], []).append(self._replica(row))
         return result
 
-    def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
-        rows = self._q(
-            "SELECT id, node_id, level, label, members FROM replicas "
-            f"WHERE memory = ? AND id IN {_IDS}",
-            self._memory,
-            _ids(ids),
-        )
-        return {r[0]: self._replica(r) for r in rows}
-
-    def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
-        rows = self._q(
-            "SELECT id, node_id, level, label, members FROM replicas "
-            f"WHERE memory = ? AND label IN {_IDS} ORDER BY +id",  # +id: see replicas_of
-            self._memory,
-            _ids(labels),
-        )
-        return [self._replica(r) for r in rows]
-
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
         self._conn.executemany(
             "INSERT INTO replicas (memory, id, node_id, level, label, members) "
@@ -786,35 +745,7 @@ class SqliteStore:
             f"DELETE FROM replicas WHERE memory = ? AND id IN {_IDS}", (self._memory, _ids(ids))
         )
 
-    def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
-        rows = self._q(
-            f"SELECT label, COUNT(*) FROM replicas WHERE memory = ? AND label IN {_IDS} "
-            "GROUP BY label",
-            self._memory,
-            _ids(labels),
-        )
-        return {label: count for label, count in rows}
-
-    def count_labels(self, level: int) -> int:
-        rows = self._q(
-            "SELECT COUNT(DISTINCT label) FROM replicas WHERE memory = ? AND level = ?",
-            self._memory,
-            level,
-        )
-        return int(rows[0][0])
-
-    def labels_at_level(self, level: int) -> list[str]:
-        rows = self._q(
-            "SELECT DISTINCT label FROM replicas WHERE memory = ? AND level = ? ORDER BY label",
-            self._memory,
-            level,
-        )
-        return [r[0] for r in rows]
-
     # --- hierarchy -------------------------------------------------------------------------
-    def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
-        self.replace_members({sid: (level, ms) for sid, ms in members.items()})
-
     def replace_members(self, members: Mapping[str, tuple[int, Iterable[str]]]) -> None:
         self._conn.executemany(
             "DELETE FROM members WHERE memory = ? AND summary_id = ?",
@@ -963,7 +894,7 @@ class SqliteStore:
         )
         return self._conn.execute(f"DELETE FROM view_nodes WHERE {where}", params).rowcount
 
-    def view_counts(self) -> dict[str, dict[str, int]]:
+    def _view_counts(self) -> dict[str, dict[str, int]]:
         counts: dict[str, dict[str, int]] = {}
         for view, kind, n in self._q(
             "SELECT view, kind, COUNT(*) FROM view_nodes WHERE memory = ? "
@@ -1095,7 +1026,7 @@ class SqliteStore:
             "repeated_summary_texts": repeated_summaries,
             "names": names,
             "mentions": mentions,
-            "views": self.view_counts(),
+            "views": self._view_counts(),
         }
 
 

@@ -11,16 +11,21 @@ from typing import Any
 from cam_engine.errors import CamError, ConfigError, InputError
 from cam_engine.progress import Progress, ProgressCallback
 from cam_engine.store.base import DocumentRecord, GraphStore
+from cam_engine.store.change import GraphChange
 from cam_engine.transfer.export import memory_counts
 from cam_engine.transfer.reader import ExportFile, Record
 from cam_engine.transfer.records import KINDS, Header, TransferReport
-from cam_engine.types import Node
+from cam_engine.types import Edge, Node, Replica
 
 logger = logging.getLogger(__name__)
 
 BATCH_RECORDS = 1000  # records written per transaction
 BATCH_CHARS = 16 * 1024 * 1024  # ... or fewer, when their lines hold this many characters
 MAX_COUNTERS = 100_000
+# What an import writes goes in through ``apply``, as an ingest's batch does, in
+# changes that build on no generation: the file's counters (its generation among them)
+# are written last.
+IMPORTED = 0
 
 
 def import_memory(
@@ -49,8 +54,7 @@ def import_memory(
         # The settings last, with the counters: until this commits, no command sees the
         # memory, and a memory that is seen is whole.
         with store.transaction():
-            store.set_counters(counters)
-            store.save_settings(header.settings)
+            store.apply(GraphChange(IMPORTED, settings=dict(header.settings), counters=counters))
     except BaseException:
         _remove(store)
         raise
@@ -170,23 +174,32 @@ def _check_named(
 
 
 def _write_documents(store: GraphStore, documents: list[DocumentRecord]) -> None:
-    for document in documents:
-        store.upsert_document(document)
+    store.apply(GraphChange(IMPORTED, documents={d.id: d for d in documents}))
 
 
 def _write_nodes(store: GraphStore, nodes: list[Node]) -> None:
-    store.upsert_nodes(nodes)  # a chunk's names are the record's (Node.names), not found again
+    # A chunk's names are the record's (Node.names), not found again.
+    store.apply(GraphChange(IMPORTED, nodes={n.id: n for n in nodes}))
+
+
+def _write_edges(store: GraphStore, edges: list[Edge]) -> None:
+    store.apply(GraphChange(IMPORTED, edges={e.key: e for e in edges}))
+
+
+def _write_replicas(store: GraphStore, replicas: list[Replica]) -> None:
+    store.apply(GraphChange(IMPORTED, replicas={r.id: r for r in replicas}))
 
 
 def _write_members(store: GraphStore, rows: list[tuple[str, int, list[str]]]) -> None:
-    store.replace_members({summary: (level, members) for summary, level, members in rows})
+    members = {summary: (level, set(ids)) for summary, level, ids in rows}
+    store.apply(GraphChange(IMPORTED, members=members))
 
 
 _WRITERS: dict[str, Callable[[GraphStore, list[Any]], None]] = {
     "document": _write_documents,
     "node": _write_nodes,
-    "edge": lambda store, edges: store.upsert_edges(edges),
-    "replica": lambda store, replicas: store.upsert_replicas(replicas),
+    "edge": _write_edges,
+    "replica": _write_replicas,
     "members": _write_members,
     "view_node": lambda store, views: store.upsert_view_nodes(views),
 }

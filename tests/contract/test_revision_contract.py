@@ -67,7 +67,7 @@ def test_deleting_documents_takes_their_records_and_views_and_spares_the_others(
     assert [n.id for n in store.view_nodes("readagent", PAGE)] == ["readagent/e/p0"]
     assert store.view_nodes("readagent", PAGE)[0].chunk_ids == ("c10", "c11")
     assert [n.id for n in store.view_nodes("memagent", MEMORY_STATE)] == ["memagent/q2/0"]
-    assert store.view_counts() == {"readagent": {PAGE: 1}, "memagent": {MEMORY_STATE: 1}}
+    assert store.stats()["views"] == {"readagent": {PAGE: 1}, "memagent": {MEMORY_STATE: 1}}
     # The chunks are not the records' to delete: delete_nodes takes them.
     assert store.existing_ids(["c0", "c10"]) == {"c0", "c10"}
     assert [i for i, _ in store.keyword_search("readagent", PAGE, "page", 5)] == ["readagent/e/p0"]

@@ -62,9 +62,9 @@ def store(store_location: str, memory_name: str) -> Iterator[GraphStore]:
                 Node("s1-1", 1, SUMMARY, "A whale.", None, 1.0, near(QUESTION, 8, 0.05)),
             ]
         )
-        s.set_members({"s1-0": ["a0", "a1"], "s1-1": ["a2", "b0"]}, 1)
+        s.replace_members({"s1-0": (1, ["a0", "a1"]), "s1-1": (1, ["a2", "b0"])})
         s.upsert_nodes([Node("s2-0", 2, SUMMARY, "All.", None, 0.7, near(QUESTION, 9, 0.01))])
-        s.set_members({"s2-0": ["s1-0", "s1-1"]}, 2)
+        s.replace_members({"s2-0": (2, ["s1-0", "s1-1"])})
     yield s
     s.close()
 

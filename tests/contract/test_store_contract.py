@@ -150,8 +150,8 @@ def test_nearest_keeps_to_its_memory_when_another_crowds_the_index(
 
 def test_replicas_labels_and_membership(store: GraphStore) -> None:
     seed_graph(store)
+    labels = ["0.0", "0.1"]
     with store.transaction():
-        labels = store.allocate_labels(0, 2)
         store.upsert_replicas(
             [
                 Replica("c1/r0", "c1", 0, labels[0], frozenset({"c0"})),
@@ -161,19 +161,17 @@ def test_replicas_labels_and_membership(store: GraphStore) -> None:
         )
         summary = Node("s1-0", 1, SUMMARY, "summary", None, 0.5, unit(9), {"backend": "extractive"})
         store.upsert_nodes([summary])
-        store.set_members({"s1-0": ["c0", "c1"]}, 1)
-    assert store.allocate_labels(0, 1) == ["0.2"]
+        store.replace_members({"s1-0": (1, ["c0", "c1"])})
     assert [r.id for r in store.replicas_of(["c1"])["c1"]] == ["c1/r0", "c1/r1"]
-    assert store.replicas_by_id(["c0/r0"])["c0/r0"].members == frozenset({"c1"})
-    assert {r.id for r in store.replicas_with_labels([labels[0]])} == {"c1/r0", "c0/r0"}
-    assert store.label_sizes(labels) == {labels[0]: 2, labels[1]: 1}
-    assert store.count_labels(0) == 2 and store.labels_at_level(0) == sorted(labels)
+    # The structure a batch starts from holds every replica with its label and members.
+    held = {r.id: (r.label, r.members) for r in store.read_structure().replicas}
+    assert held == {
+        "c1/r0": (labels[0], frozenset({"c0"})),
+        "c1/r1": (labels[1], frozenset({"c2"})),
+        "c0/r0": (labels[0], frozenset({"c1"})),
+    }
     assert store.members_of(["s1-0"]) == {"s1-0": {"c0", "c1"}}
     assert store.parents_of(["c1", "c3"]) == {"c1": {"s1-0"}}
-    # c2 and c3 have no parent, nor has the summary: the roots, by level then position.
-    assert [n.id for n in store.root_nodes()] == ["c2", "c3", "s1-0"]
-    roots = store.root_nodes(embeddings=True)
-    assert all(n.embedding is not None for n in roots) and roots[2].level == 1
     stats = store.stats()
     assert stats["overlap"] == pytest.approx(1 / 4)
     assert stats["summaries_by_backend"] == {"extractive": 1}

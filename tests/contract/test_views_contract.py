@@ -50,7 +50,7 @@ def test_view_nodes_round_trip_in_order_with_their_chunks(store: GraphStore) -> 
     assert got[0].embedding is not None
     assert np.allclose(got[0].embedding, unit(100))
     assert store.view_nodes("readagent", PAGE)[0].embedding is None
-    assert store.view_counts() == {"readagent": {PAGE: 2}}
+    assert store.stats()["views"] == {"readagent": {PAGE: 2}}
     assert store.stats()["views"] == {"readagent": {PAGE: 2}}
     assert store.view_nodes("gam", PAGE) == []
 
@@ -127,7 +127,7 @@ def test_clearing_the_memory_drops_its_views(store: GraphStore) -> None:
     assert len(store.view_nodes("readagent", PAGE)) == 1  # a rebuild keeps the views
     with store.transaction():
         store.clear(keep_chunks=False)
-    assert store.view_counts() == {}
+    assert store.stats()["views"] == {}
 
 
 def test_keyword_search_keeps_to_the_groups_asked_for(store: GraphStore) -> None:

@@ -45,7 +45,7 @@ def memory_contents(store: GraphStore) -> dict[str, Any]:
                 (v.id, v.group, v.seq, v.doc_id, v.text, v.props, v.chunk_ids, _listed(v.embedding))
                 for v in store.view_nodes(view, kind, embeddings=True)
             ]
-            for view, kinds in store.view_counts().items()
+            for view, kinds in store.stats()["views"].items()
             for kind in kinds
         },
     }

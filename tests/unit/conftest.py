@@ -33,6 +33,6 @@ def tiny_memory(tmp_path: Path) -> GraphStore:
             ]
         )
         store.upsert_edges([Edge.make("s1-0", "s1-1", 1, 1.0)])
-        store.set_members({"s1-0": ["c0", "c1", "c2"], "s1-1": ["c3", "c4", "c5"]}, 1)
-        store.set_members({"s2-0": ["s1-0", "s1-1"]}, 2)
+        store.replace_members({"s1-0": (1, ["c0", "c1", "c2"]), "s1-1": (1, ["c3", "c4", "c5"])})
+        store.replace_members({"s2-0": (2, ["s1-0", "s1-1"])})
     return store

@@ -124,7 +124,10 @@ def run(target: GraphStore | BatchStore, ops: list[tuple], written: Written) -> 
             target.delete_replicas([f"{args[0]}/r{args[1]}"])
         elif verb == "set_members" and args[0] in alive and args[1] <= alive.keys():
             members = args[1] - {args[0]}
-            target.set_members({args[0]: members}, 1)
+            if isinstance(target, BatchStore):
+                target.set_members({args[0]: members}, 1)
+            else:
+                target.replace_members({args[0]: (1, members)})
             written.members[args[0]] = members
 
 

@@ -40,13 +40,12 @@ def clustered(tmp_path: Path) -> SqliteStore:
                 Node("other", 1, SUMMARY, "other", "d", 3.0, axis(2)),
             ]
         )
-        store.set_members(
+        store.replace_members(
             {
-                "pair": ["e", "mate"],
-                "big": ["e", *(f"far{i}" for i in range(9))],
-                "other": ["flat", "near", "lone"],
-            },
-            1,
+                "pair": (1, ["e", "mate"]),
+                "big": (1, ["e", *(f"far{i}" for i in range(9))]),
+                "other": (1, ["flat", "near", "lone"]),
+            }
         )
     return store
 

@@ -270,10 +270,9 @@ def _plans(store: SqliteStore, read: Any) -> list[str]:
     ("read", "index"),
     [
         (lambda s: s.replicas_of(["c1"]), "replicas_by_node"),
-        (lambda s: s.replicas_with_labels(["0.1"]), "replicas_by_label"),
         (lambda s: s.stats(), "replicas_by_level (memory=? AND level=?)"),
     ],
-    ids=["replicas_of", "replicas_with_labels", "stats"],
+    ids=["replicas_of", "stats"],
 )
 def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: str) -> None:
     """Not a walk over every replica of the memory (what an ORDER BY or GROUP BY on
