@@ -1,5 +1,6 @@
 // The hierarchy's shape: nodes without a parent, and nodes repeating another's text
-// (all of them, and those in a group of equal texts that holds a summary).
+// (all of them, and those in a group of equal texts that holds a summary). Texts are
+// compared by their hash, read from the index cam_node_text_hash, not from the nodes.
 // params: $memory
 CALL () {
   MATCH (n:MemoryNode {memory: $memory})
@@ -8,7 +9,8 @@ CALL () {
 }
 CALL () {
   MATCH (n:MemoryNode {memory: $memory})
-  WITH n.text AS text, count(*) AS copies, max(n.level) AS top
+  WHERE n.text_hash IS NOT NULL AND n.level IS NOT NULL
+  WITH n.text_hash AS hash, count(*) AS copies, max(n.level) AS top
   WHERE copies > 1
   RETURN coalesce(sum(copies - 1), 0) AS repeated,
          coalesce(sum(CASE WHEN top > 0 THEN copies - 1 ELSE 0 END), 0) AS repeated_summaries

@@ -17,7 +17,8 @@ from cam_engine.store import migrations
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.sqlite_errors import cause, is_write_failure
-from cam_engine.types import Node
+from cam_engine.store.structure import text_hash
+from cam_engine.types import CHUNK, SUMMARY, Node
 
 
 def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path) -> None:
@@ -44,6 +45,56 @@ def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path
     finally:
         store.close()
     # Opening again applies nothing twice.
+    assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
+
+
+def test_a_store_from_before_text_hashes_gets_them_on_open(tmp_path: Path) -> None:
+    """Nodes written before migration 009 get their text_hash in place, once, and
+    stats() counts repeated texts by it as it counted them by the texts before."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    older = [m for m in migrations.MIGRATIONS if m[0] < "009"]
+    original, migrations.MIGRATIONS = migrations.MIGRATIONS, older
+    try:
+        assert migrations.migrate(conn)[-1] == "008_vector_log"
+    finally:
+        migrations.MIGRATIONS = original
+    texts = {  # two exact copies of c0 (one a summary), one of c1 with a space more
+        "c0": (0, "Call me Ishmael."),
+        "c1": (0, "Some years ago, never mind how long."),
+        "c2": (0, "Call me Ishmael."),
+        "c3": (0, "Some years ago,  never mind how long."),
+        "s1-0": (1, "Call me Ishmael."),
+    }
+    conn.executemany(
+        "INSERT INTO nodes (memory, id, level, kind, doc_id, position, text, embedding, props) "
+        "VALUES ('old', ?, ?, ?, 'd', 0, ?, NULL, '{}')",
+        [(i, level, CHUNK if level == 0 else SUMMARY, t) for i, (level, t) in texts.items()],
+    )
+    conn.execute(
+        "INSERT INTO replicas (memory, id, node_id, level, label, members) VALUES "
+        "('old', 'c0/r0', 'c0', 0, '0.0', '[]'), ('old', 'c0/r1', 'c0', 0, '0.1', '[]'), "
+        "('old', 'c2/r0', 'c2', 0, '0.0', '[]')"
+    )
+    conn.close()
+
+    store = SqliteStore(path, "old")
+    try:
+        stored = dict(store._q("SELECT id, text_hash FROM nodes WHERE memory = 'old'"))
+        assert stored == {i: text_hash(t) for i, (_, t) in texts.items()}
+        stats = store.stats()
+        assert (stats["repeated_texts"], stats["repeated_summary_texts"]) == (2, 2)
+        assert stats["nodes_in_two_or_more_clusters"] == 1
+        level0 = stats["levels"][0]
+        assert (level0["replicas"], level0["clusters"], level0["cluster_sizes"]) == (
+            3,
+            2,
+            {"1": 1, "2": 1},
+        )
+        plans = _plans(store, lambda s: s.stats())
+        assert any("COVERING INDEX nodes_by_text_hash (memory=?)" in p for p in plans), plans
+    finally:
+        store.close()
     assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
 
 
@@ -271,9 +322,10 @@ def _plans(store: SqliteStore, read: Any) -> list[str]:
     [
         (lambda s: s.replicas_of(["c1"]), "replicas_by_node"),
         (lambda s: s.replicas_with_labels(["0.1"]), "replicas_by_label"),
-        (lambda s: s.stats(), "replicas_by_level (memory=? AND level=?)"),
+        (lambda s: s.stats(), "COVERING INDEX replicas_by_level_node (memory=? AND level=?)"),
+        (lambda s: s.stats(), "COVERING INDEX replicas_by_level (memory=?)"),
     ],
-    ids=["replicas_of", "replicas_with_labels", "stats"],
+    ids=["replicas_of", "replicas_with_labels", "stats_in_two", "stats_cluster_sizes"],
 )
 def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: str) -> None:
     """Not a walk over every replica of the memory (what an ORDER BY or GROUP BY on
