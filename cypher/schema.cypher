@@ -17,6 +17,7 @@ CREATE INDEX cam_chunk_position IF NOT EXISTS FOR (n:Chunk) ON (n.memory, n.doc_
 CREATE INDEX cam_replica_label IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.label);
 CREATE INDEX cam_replica_node IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.node_id);
 CREATE INDEX cam_replica_level IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level);
+CREATE INDEX cam_replica_cluster IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level, r.label, r.node_id);
 CREATE FULLTEXT INDEX cam_node_text IF NOT EXISTS FOR (n:MemoryNode) ON EACH [n.text];
 CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:{vector_label}) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}
