@@ -323,9 +323,8 @@ def _plans(store: SqliteStore, read: Any) -> list[str]:
         (lambda s: s.replicas_of(["c1"]), "replicas_by_node"),
         (lambda s: s.replicas_with_labels(["0.1"]), "replicas_by_label"),
         (lambda s: s.stats(), "COVERING INDEX replicas_by_level_node (memory=? AND level=?)"),
-        (lambda s: s.stats(), "COVERING INDEX replicas_by_level (memory=?)"),
     ],
-    ids=["replicas_of", "replicas_with_labels", "stats_in_two", "stats_cluster_sizes"],
+    ids=["replicas_of", "replicas_with_labels", "stats"],
 )
 def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: str) -> None:
     """Not a walk over every replica of the memory (what an ORDER BY or GROUP BY on
@@ -334,3 +333,16 @@ def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: 
     plans = _plans(store, read)
     assert any(index in plan for plan in plans), plans
     assert not any("USING INDEX sqlite_autoindex_replicas_1 (memory=?)" in p for p in plans)
+
+
+def test_stats_counts_distinct_labels_and_nodes_from_indexes_in_their_order(
+    tmp_path: Path,
+) -> None:
+    """Cluster sizes and nodes in two or more clusters read replicas_by_level and
+    replicas_by_level_node, covering, in order: no replica row, and no temporary
+    b-tree per COUNT(DISTINCT ...) (0.34 and 0.27 s at 10^5 chunks before them)."""
+    store = SqliteStore(tmp_path / "m.db", "m")
+    plans = _plans(store, lambda s: s.stats())
+    store.close()
+    assert any("COVERING INDEX replicas_by_level (memory=?)" in p for p in plans), plans
+    assert not any("TEMP B-TREE FOR count(DISTINCT)" in p for p in plans), plans
