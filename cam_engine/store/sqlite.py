@@ -93,8 +93,12 @@ class SqliteStore:
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
-            # A refused write is explained (size limit, full disk, read-only); anything
-            # else (not a database, corrupt) is SQLite's own words.
+            # A damaged file is said so, as when a read finds it (the schema can span
+            # pages past the first); a refused write is explained (size limit, full
+            # disk, read-only); anything else (such as a file that is not a database at
+            # all) is SQLite's own words.
+            if error_name(exc).startswith("SQLITE_CORRUPT"):
+                raise _damaged(path, exc) from exc
             detail = describe(path, exc) if is_write_failure(exc) else str(exc)
             raise StoreError(f"cannot open SQLite store {path}: {detail}") from exc
         self._conn = conn
@@ -254,11 +258,8 @@ class SqliteStore:
     def _read_failure(self, exc: sqlite3.DatabaseError) -> StoreError:
         """A failed read in one line. "database disk image is malformed" and "file is
         not a database" come from a damaged file, which no retry mends."""
-        if error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-            return StoreError(
-                f"SQLite store {self._path} is damaged ({exc}); `sqlite3 {self._path} "
-                "'PRAGMA integrity_check'` says where"
-            )
+        if _is_damage(exc):
+            return _damaged(self._path, exc)
         return StoreError(f"SQLite store {self._path}: cannot read: {exc}")
 
     # --- memory-wide state ------------------------------------------------------------
@@ -1105,6 +1106,19 @@ class SqliteStore:
             "mentions": mentions,
             "views": self.view_counts(),
         }
+
+
+def _is_damage(exc: sqlite3.Error) -> bool:
+    """Whether SQLite found the file damaged ("database disk image is malformed", "file
+    is not a database"), which no retry mends."""
+    return error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+
+
+def _damaged(path: Path, exc: sqlite3.Error) -> StoreError:
+    return StoreError(
+        f"SQLite store {path} is damaged ({exc}); `sqlite3 {path} 'PRAGMA integrity_check'` "
+        "says where"
+    )
 
 
 def _blob(vector: np.ndarray) -> bytes:
