@@ -65,6 +65,13 @@ def base_options(what: str) -> Callable[[Command], Command]:
     "it (its file, -wal, -shm and .vectors folder), with the memory's stored settings and "
     "model (--chunk-tokens is not used)."
 )
+@click.option(
+    "--invariants/--no-invariants",
+    default=True,
+    show_default=True,
+    help="Check tests/invariants.py on each resumed memory, from a checkout (it reads "
+    "every node: over ten minutes per memory on a base of 10^5 chunks).",
+)
 @out_option(POINTS_OUT)
 @verbose_option
 def bench_crash(
@@ -76,6 +83,7 @@ def bench_crash(
     kill: str,
     base: Path | None,
     memory: str,
+    invariants: bool,
     out: Path | None,
 ) -> None:
     """Kill `cam ingest` (or its Neo4j server) at many points, resume, and compare the
@@ -94,6 +102,7 @@ def bench_crash(
             kill=kill,
             base=base,
             memory=memory,
+            invariants=invariants,
         )
     except CamError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -7,7 +7,8 @@ MATCH (n:MemoryNode {memory: $memory, id: row.id})
 WITH n, row, n.position <> row.position AS shifted
 SET n.position = row.position, n.props = row.props
 // The text only where it differs (white space): a write re-indexes it for full text.
-FOREACH (_ IN CASE WHEN n.text <> row.text THEN [1] ELSE [] END | SET n.text = row.text)
+FOREACH (_ IN CASE WHEN n.text <> row.text THEN [1] ELSE [] END |
+  SET n.text = row.text, n.text_hash = row.text_hash)
 WITH n, shifted
 WHERE shifted
 CALL (n) {

@@ -11,11 +11,13 @@ CREATE CONSTRAINT cam_replica_id IF NOT EXISTS FOR (r:Replica) REQUIRE (r.memory
 CREATE CONSTRAINT cam_counter_name IF NOT EXISTS FOR (c:Counter) REQUIRE (c.memory, c.name) IS UNIQUE;
 CREATE CONSTRAINT cam_name_key IF NOT EXISTS FOR (k:Name) REQUIRE (k.memory, k.key) IS UNIQUE;
 CREATE INDEX cam_node_level IF NOT EXISTS FOR (n:MemoryNode) ON (n.memory, n.level);
+CREATE INDEX cam_node_text_hash IF NOT EXISTS FOR (n:MemoryNode) ON (n.memory, n.text_hash, n.level);
 CREATE INDEX cam_node_document IF NOT EXISTS FOR (n:MemoryNode) ON (n.memory, n.doc_id);
 CREATE INDEX cam_chunk_position IF NOT EXISTS FOR (n:Chunk) ON (n.memory, n.doc_id, n.position);
 CREATE INDEX cam_replica_label IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.label);
 CREATE INDEX cam_replica_node IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.node_id);
 CREATE INDEX cam_replica_level IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level);
+CREATE INDEX cam_replica_cluster IF NOT EXISTS FOR (r:Replica) ON (r.memory, r.level, r.label, r.node_id);
 CREATE FULLTEXT INDEX cam_node_text IF NOT EXISTS FOR (n:MemoryNode) ON EACH [n.text];
 CREATE VECTOR INDEX $vector_index IF NOT EXISTS FOR (n:{vector_label}) ON n.embedding
 OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, `vector.similarity_function`: 'cosine'}}

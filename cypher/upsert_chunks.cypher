@@ -1,11 +1,13 @@
 // Level-0 nodes, linked to their document and to the previous chunk (NEXT) for browsing.
 // `embedding` (a float list) feeds the vector index; `vector_f32` holds the same vector
 // as float32 bytes, which the driver reads back ~100x faster than a list of floats.
+// `text_hash` (hex) keys the text for stats' count of repeated texts.
 // params: $memory, $rows, $vector_label
 UNWIND $rows AS row
 MERGE (n:MemoryNode {memory: $memory, id: row.id})
 SET n:Chunk, n.level = 0, n.kind = row.kind, n.doc_id = row.doc_id,
-    n.position = row.position, n.text = row.text, n.embedding = row.embedding,
+    n.position = row.position, n.text = row.text, n.text_hash = row.text_hash,
+    n.embedding = row.embedding,
     n.vector_f32 = row.vector_f32, n.props = row.props
 SET n:$($vector_label)
 WITH n, row

@@ -268,10 +268,10 @@ def _invariant_check() -> Callable[[GraphStore], None] | None:
     return check
 
 
-def invariants_of(store: str, memory: str) -> tuple[bool | None, str]:
-    """Whether tests/invariants.py holds on the memory (None: not importable here),
-    and what broke when it does not."""
-    check = _invariant_check()
+def invariants_of(store: str, memory: str, *, wanted: bool = True) -> tuple[bool | None, str]:
+    """Whether tests/invariants.py holds on the memory (None: not importable here, or
+    not ``wanted``), and what broke when it does not."""
+    check = _invariant_check() if wanted else None
     if check is None:
         return None, ""
     opened = open_store(store, memory, create=False)
@@ -373,8 +373,10 @@ def run_point(
     *,
     server: PrivateNeo4j | None = None,
     folder: Path | None = None,
+    invariants: bool = True,
 ) -> PointResult:
-    """Fail at ``point``, resume, compare with ``reference``."""
+    """Fail at ``point``, resume, compare with ``reference`` (and, with ``invariants``,
+    check tests/invariants.py on the resumed memory)."""
     start = time.perf_counter()
     output = ""
     if point.target != INGEST:
@@ -385,7 +387,9 @@ def run_point(
         killed, crash_rc = _crash_process(book, store, memory, point)
     lines = [line for line in output.splitlines() if line.strip()]
     stored = _stored_chunks(store, memory)  # before the resume changes it
-    result = resume(book, store, memory, reference, point.label, killed, crash_rc, start)
+    result = resume(
+        book, store, memory, reference, point.label, killed, crash_rc, start, invariants
+    )
     result.failure = lines[-1] if killed and lines else ""
     result.stored_at_failure = stored
     return result
@@ -400,6 +404,7 @@ def resume(
     killed: bool,
     crash_rc: int | None,
     start: float,
+    invariants: bool = True,
 ) -> PointResult:
     """Run the same ingest again after a failed one, and compare the memory with
     ``reference`` (``start``: when the point began, on ``time.perf_counter``)."""
@@ -407,7 +412,7 @@ def resume(
     note = "" if resumed.returncode == 0 else (resumed.stdout + resumed.stderr)[-2000:]
     got = read_rows(store, memory)
     lost, extra = row_diff(reference.rows, got)
-    invariants, broken = invariants_of(store, memory)
+    holds, broken = invariants_of(store, memory, wanted=invariants)
     if broken:
         note = f"{note} invariants: {broken}".strip()
     return PointResult(
@@ -417,7 +422,7 @@ def resume(
         resume_rc=resumed.returncode,
         identical=not lost and not extra,
         stats_equal=stats_levels(store, memory) == reference.levels,
-        invariants=invariants,
+        invariants=holds,
         lost=lost,
         extra=extra,
         seconds=round(time.perf_counter() - start, 2),
@@ -507,7 +512,9 @@ def _target(kind: str, folder: Path) -> Iterator[tuple[Callable[[int], str], Pri
 KILL_CHOICES = {"all": TARGETS, "both": (INGEST, SERVER), "process": (INGEST,)}
 
 
-def sweep(book: Book, kind: str, count: int, *, kill: str = "all") -> dict[str, Any]:
+def sweep(
+    book: Book, kind: str, count: int, *, kill: str = "all", invariants: bool = True
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cam-crash-") as tmp:
         folder = Path(tmp)
         with _target(kind, folder) as (location, server):
@@ -522,7 +529,14 @@ def sweep(book: Book, kind: str, count: int, *, kill: str = "all") -> dict[str, 
             for i, point in enumerate(points):
                 memory = f"crash{i}" if server is not None else "crash"
                 result = run_point(
-                    book, location(i), memory, point, reference, server=server, folder=folder
+                    book,
+                    location(i),
+                    memory,
+                    point,
+                    reference,
+                    server=server,
+                    folder=folder,
+                    invariants=invariants,
                 )
                 logger.info("%s", json.dumps(asdict(result)))
                 results.append(result)
@@ -531,7 +545,9 @@ def sweep(book: Book, kind: str, count: int, *, kill: str = "all") -> dict[str, 
     return summary
 
 
-def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
+def sweep_base(
+    book: Book, base: BaseMemory, count: int, *, invariants: bool = True
+) -> dict[str, Any]:
     """The SQLite sweep into copies of ``base``: the clean ingest and each point start
     from a fresh copy (``book.stored_settings``: the memory's own settings apply)."""
     with tempfile.TemporaryDirectory(prefix="cam-crash-") as tmp:
@@ -544,13 +560,15 @@ def sweep_base(book: Book, base: BaseMemory, count: int) -> dict[str, Any]:
         reference = clean_ingest(book, str(clean), base.memory)
         # A base built elsewhere may break an invariant before any crash: the clean
         # memory's verdict is what each resumed one's is compared with.
-        clean_invariants = invariants_of(str(clean), base.memory)
+        clean_invariants = invariants_of(str(clean), base.memory, wanted=invariants)
         remove_copy(clean)
         points = spread_points(count, reference.batches, reference.seconds)
         results = []
         for i, point in enumerate(points):
             copy = base.copy_into(folder / f"point{i}")
-            result = run_point(book, str(copy), base.memory, point, reference)
+            result = run_point(
+                book, str(copy), base.memory, point, reference, invariants=invariants
+            )
             remove_copy(copy)
             stored = result.stored_at_failure.items()  # the book's, not the base's thousands
             result.stored_at_failure = {k: n for k, n in stored if k not in base_documents}
@@ -581,13 +599,16 @@ def run(
     kill: str = "all",
     base: Path | None = None,
     memory: str = "scale",
+    invariants: bool = True,
 ) -> dict[str, Any]:
     """The sweep of ``cam bench crash``: its summary, every point's result under
-    "results". With ``base``, into copies of that SQLite memory (``store`` unused)."""
+    "results". With ``base``, into copies of that SQLite memory (``store`` unused).
+    ``invariants``: check tests/invariants.py on each resumed memory (on a base of
+    10^5 chunks that check takes longer than the sweep)."""
     book = Book(book_path.resolve(), batch_size, chunk_tokens, stored_settings=base is not None)
     if base is not None:
-        return sweep_base(book, BaseMemory(base.resolve(), memory), points)
-    return sweep(book, store, points, kill=kill)
+        return sweep_base(book, BaseMemory(base.resolve(), memory), points, invariants=invariants)
+    return sweep(book, store, points, kill=kill, invariants=invariants)
 
 
 def passed(summary: dict[str, Any]) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from cam_engine.names import names_in
+from cam_engine.store.structure import text_hash
 
 # A migration is a script of statements separated by ';', a tuple of statements (for
 # statements that contain ';' themselves, such as triggers), or a function of the
@@ -27,6 +28,22 @@ def _add_mentions(conn: sqlite3.Connection) -> None:
         "INSERT OR IGNORE INTO mentions (memory, name, chunk_id) VALUES (?, ?, ?)",
         ((memory, name, chunk_id) for memory, chunk_id, text in chunks for name in names_in(text)),
     )
+
+
+def _add_text_hashes(conn: sqlite3.Connection) -> None:
+    """Each node's ``text_hash`` (``structure.text_hash``), filled in for the nodes
+    already stored, and an index of them by memory: ``stats()``' count of repeated
+    texts groups this index instead of reading every node's text (0.68 s at 10^5
+    chunks, vectors' pages included)."""
+    conn.execute("ALTER TABLE nodes ADD COLUMN text_hash BLOB")
+    # A function of this connection only, for this one statement: the store computes
+    # the hash in Python when it writes a node.
+    conn.create_function("cam_text_hash", 1, text_hash, deterministic=True)
+    try:
+        conn.execute("UPDATE nodes SET text_hash = cam_text_hash(text)")
+    finally:
+        conn.create_function("cam_text_hash", 1, None)
+    conn.execute("CREATE INDEX nodes_by_text_hash ON nodes (memory, text_hash, level)")
 
 
 MIGRATIONS: list[tuple[str, Migration]] = [
@@ -137,6 +154,18 @@ MIGRATIONS: list[tuple[str, Migration]] = [
         CREATE TABLE vector_log_pruned (
             memory TEXT NOT NULL, level INTEGER NOT NULL, seq INTEGER NOT NULL,
             PRIMARY KEY (memory, level));
+        """,
+    ),
+    ("009_node_text_hashes", _add_text_hashes),
+    (
+        # Replica indexes that hold what stats() counts (labels and node ids per level),
+        # so that its cluster sizes and its nodes in two or more clusters read an index
+        # in order instead of every replica row (0.34 and 0.27 s at 10^5 chunks).
+        "010_replica_level_indexes",
+        """
+        DROP INDEX replicas_by_level;
+        CREATE INDEX replicas_by_level ON replicas (memory, level, label, node_id);
+        CREATE INDEX replicas_by_level_node ON replicas (memory, level, node_id, label);
         """,
     ),
 ]

@@ -34,7 +34,7 @@ from cam_engine.store.base import DocumentRecord, T, cluster_shape
 from cam_engine.store.change import AppliesChanges
 from cam_engine.store.cypher import check_identifier, is_read_only, load_query, statements
 from cam_engine.store.keywords import keyword_terms, search_terms
-from cam_engine.store.structure import GENERATION, StructureRows
+from cam_engine.store.structure import GENERATION, StructureRows, text_hash
 from cam_engine.types import CHUNK, MEMO, MEMORY_STATE, PAGE, Edge, Node, Replica, ViewNode
 
 logger = logging.getLogger(__name__)
@@ -67,6 +67,9 @@ _MIN_CANDIDATES = 100
 READ_RETRY_SECONDS = 10.0
 # read_snapshot: how many times reads are run again while writers keep committing.
 SNAPSHOT_ATTEMPTS = 20
+# Nodes given their text_hash per transaction when a memory written before nodes had
+# one is filled in.
+TEXT_HASH_BATCH = 5000
 
 
 # What to do when no server answers (the repository's scripts; README, "Neo4j").
@@ -90,6 +93,7 @@ class Neo4jStore(AppliesChanges):
         self._session: Any = None
         self._prepared: set[int] = set()  # embedding sizes whose schema was ensured
         self._indexes: set[str] = set()  # vector indexes known to exist
+        self._text_hashes_filled = False  # every node of the memory has its text_hash
         # Queries sent, per Cypher file: calls and seconds (for benchmarks and profiling).
         self.query_calls: Counter[str] = Counter()
         # typeshed types Counter values as int; these are float seconds, which Counter
@@ -401,6 +405,7 @@ class Neo4jStore(AppliesChanges):
                 "doc_id": n.doc_id,
                 "position": n.position,
                 "text": n.text,
+                "text_hash": text_hash(n.text).hex(),
                 # tolist(): Python floats in one C call, about 4x faster than a comprehension
                 "embedding": None if n.embedding is None else n.embedding.tolist(),
                 "vector_f32": None
@@ -429,6 +434,7 @@ class Neo4jStore(AppliesChanges):
                 "id": c.id,
                 "position": c.position,
                 "text": c.text,
+                "text_hash": text_hash(c.text).hex(),
                 "props": json.dumps(c.props, sort_keys=True),
             }
             for c in chunks
@@ -801,7 +807,22 @@ class Neo4jStore(AppliesChanges):
             raise StoreError(f"Neo4j at {self._uri}: drop_memory: {_first_line(exc)}") from exc
 
     # --- reporting ------------------------------------------------------------------------------
+    def _fill_text_hashes(self) -> None:
+        """Give every node of a memory written before nodes had a ``text_hash`` its hash,
+        once (the memory's :Memory node records it), a batch per transaction: stopped
+        halfway, the next call goes on from the nodes still without one."""
+        if self._text_hashes_filled or self._tx is not None:
+            return
+        filled = self._run("text_hashes_filled")
+        if not (filled and filled[0]["filled"]):
+            while rows := self._rows("nodes_without_text_hash", limit=TEXT_HASH_BATCH):
+                hashes = [{"id": i, "text_hash": text_hash(text).hex()} for i, text in rows]
+                self._run("fill_text_hashes", rows=hashes)
+            self._run("mark_text_hashes_filled")
+        self._text_hashes_filled = True
+
     def stats(self) -> dict[str, Any]:
+        self._fill_text_hashes()
         sizes = [
             (int(r["level"]), int(r["size"]), int(r["clusters"]))
             for r in self._run("stats_cluster_sizes")

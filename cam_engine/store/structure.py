@@ -46,6 +46,13 @@ def text_key(text: str) -> bytes:
     return hashlib.blake2b(" ".join(text.split()).encode(), digest_size=16).digest()
 
 
+def text_hash(text: str) -> bytes:
+    """A 16-byte key of a text as written, whitespace included: the stores keep it
+    beside each node's text, and ``stats()`` counts repeated texts by it (an index
+    of keys instead of every text read)."""
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
     """A node without its text and vector."""

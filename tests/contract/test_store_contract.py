@@ -49,6 +49,37 @@ def seed_graph(store: GraphStore) -> None:
         )
 
 
+def test_repeated_texts_are_texts_equal_to_the_character(store: GraphStore) -> None:
+    """Texts differing only in whitespace are two texts for ``stats()`` (it compares
+    the texts as stored, by their hash), on every write path: new nodes, a summary, and
+    a kept chunk whose whitespace moved (``place_chunks``)."""
+    seed_graph(store)  # c0..c3: "text 0" .. "text 3"
+    with store.transaction():
+        store.upsert_nodes(
+            [
+                Node("c4", 0, CHUNK, "text  0", "d", 4, unit(4), {}),
+                Node("c5", 0, CHUNK, "text 0\n", "d", 5, unit(5), {}),
+                Node("c6", 0, CHUNK, "\ttext 1", "d", 6, unit(6), {}),
+            ]
+        )
+    stats = store.stats()
+    assert (stats["repeated_texts"], stats["repeated_summary_texts"]) == (0, 0)
+    with store.transaction():  # c4 and c5 now repeat c0 as written; s1 repeats c1
+        store.place_chunks(
+            [
+                Node("c4", 0, CHUNK, "text 0", "d", 4, unit(4), {}),
+                Node("c5", 0, CHUNK, "text 0", "d", 5, unit(5), {}),
+            ]
+        )
+        store.upsert_nodes([Node("s1-0", 1, SUMMARY, "text 1", None, 0.5, unit(9), {})])
+    stats = store.stats()
+    assert (stats["repeated_texts"], stats["repeated_summary_texts"]) == (3, 1)
+    with store.transaction():  # the summary rewritten with a space more: no longer equal
+        store.upsert_nodes([Node("s1-0", 1, SUMMARY, "text  1", None, 0.5, unit(9), {})])
+    stats = store.stats()
+    assert (stats["repeated_texts"], stats["repeated_summary_texts"]) == (2, 0)
+
+
 def test_documents_and_settings_round_trip(store: GraphStore) -> None:
     assert store.load_settings() is None and store.get_document("d") is None
     with store.transaction():
@@ -247,6 +278,59 @@ def test_neo4j_builds_the_same_memory_as_sqlite(neo4j_location: str, memory_name
         reference = ref.stats()
     for key in ("documents", "levels", "overlap", "summaries_by_backend"):
         assert stats[key] == reference[key], key
+
+
+def test_neo4j_fills_in_the_text_hashes_of_a_memory_written_without_them(
+    neo4j_location: str, memory_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neo4j only (SQLite's migration is tests/unit/test_sqlite_store.py): nodes written
+    before they had a text_hash get it when the memory's stats are first asked for, a
+    batch at a time, and the figures are those the texts themselves give."""
+    from cam_engine.store import neo4j as neo4j_store
+    from cam_engine.store.structure import text_hash
+
+    monkeypatch.setattr(neo4j_store, "TEXT_HASH_BATCH", 2)  # several batches of 5 nodes
+    store = neo4j_store.Neo4jStore.connect(neo4j_location, memory_name)
+    store.prepare(32)
+    seed_graph(store)
+    with store.transaction():
+        store.save_settings({})
+        store.upsert_nodes(
+            [
+                Node("c4", 0, CHUNK, "text 0", "d", 4, unit(4), {}),
+                Node("c5", 0, CHUNK, "text  1", "d", 5, unit(5), {}),
+                Node("s1-0", 1, SUMMARY, "text 2", None, 0.5, unit(9), {}),
+            ]
+        )
+    figures = store.stats()
+    assert (figures["repeated_texts"], figures["repeated_summary_texts"]) == (2, 1)
+    # The memory as an older version left it: no hash on its nodes, none recorded.
+    store._driver.execute_query(
+        "MATCH (n:MemoryNode {memory: $memory}) REMOVE n.text_hash "
+        "WITH count(*) AS nodes MATCH (m:Memory {name: $memory}) REMOVE m.text_hashes",
+        memory=memory_name,
+    )
+    store.close()
+    store = neo4j_store.Neo4jStore.connect(neo4j_location, memory_name)
+    try:
+        assert store.stats() == figures
+        assert store.query_calls["fill_text_hashes"] == 4  # 7 nodes, 2 a batch
+        rows = store._driver.execute_query(
+            "MATCH (n:MemoryNode {memory: $memory}) RETURN n.text AS text, n.text_hash AS hash",
+            memory=memory_name,
+        ).records
+        assert len(rows) == 7
+        assert all(r["hash"] == text_hash(r["text"]).hex() for r in rows)
+        store.stats()
+        assert store.query_calls["nodes_without_text_hash"] == 5  # once, not per call
+    finally:
+        store.close()
+    again = neo4j_store.Neo4jStore.connect(neo4j_location, memory_name)
+    try:
+        assert again.stats() == figures
+        assert again.query_calls["nodes_without_text_hash"] == 0  # recorded as filled
+    finally:
+        again.close()
 
 
 VECTOR_ONLY = {"global", "traverse", "dense"}

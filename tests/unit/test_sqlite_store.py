@@ -17,7 +17,8 @@ from cam_engine.store import migrations
 from cam_engine.store.base import DocumentRecord
 from cam_engine.store.sqlite import SqliteStore
 from cam_engine.store.sqlite_errors import cause, is_write_failure
-from cam_engine.types import Node
+from cam_engine.store.structure import text_hash
+from cam_engine.types import CHUNK, SUMMARY, Node
 
 
 def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path) -> None:
@@ -44,6 +45,56 @@ def test_a_store_from_before_document_totals_is_upgraded_in_place(tmp_path: Path
     finally:
         store.close()
     # Opening again applies nothing twice.
+    assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
+
+
+def test_a_store_from_before_text_hashes_gets_them_on_open(tmp_path: Path) -> None:
+    """Nodes written before migration 009 get their text_hash in place, once, and
+    stats() counts repeated texts by it as it counted them by the texts before."""
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    older = [m for m in migrations.MIGRATIONS if m[0] < "009"]
+    original, migrations.MIGRATIONS = migrations.MIGRATIONS, older
+    try:
+        assert migrations.migrate(conn)[-1] == "008_vector_log"
+    finally:
+        migrations.MIGRATIONS = original
+    texts = {  # two exact copies of c0 (one a summary), one of c1 with a space more
+        "c0": (0, "Call me Ishmael."),
+        "c1": (0, "Some years ago, never mind how long."),
+        "c2": (0, "Call me Ishmael."),
+        "c3": (0, "Some years ago,  never mind how long."),
+        "s1-0": (1, "Call me Ishmael."),
+    }
+    conn.executemany(
+        "INSERT INTO nodes (memory, id, level, kind, doc_id, position, text, embedding, props) "
+        "VALUES ('old', ?, ?, ?, 'd', 0, ?, NULL, '{}')",
+        [(i, level, CHUNK if level == 0 else SUMMARY, t) for i, (level, t) in texts.items()],
+    )
+    conn.execute(
+        "INSERT INTO replicas (memory, id, node_id, level, label, members) VALUES "
+        "('old', 'c0/r0', 'c0', 0, '0.0', '[]'), ('old', 'c0/r1', 'c0', 0, '0.1', '[]'), "
+        "('old', 'c2/r0', 'c2', 0, '0.0', '[]')"
+    )
+    conn.close()
+
+    store = SqliteStore(path, "old")
+    try:
+        stored = dict(store._q("SELECT id, text_hash FROM nodes WHERE memory = 'old'"))
+        assert stored == {i: text_hash(t) for i, (_, t) in texts.items()}
+        stats = store.stats()
+        assert (stats["repeated_texts"], stats["repeated_summary_texts"]) == (2, 2)
+        assert stats["nodes_in_two_or_more_clusters"] == 1
+        level0 = stats["levels"][0]
+        assert (level0["replicas"], level0["clusters"], level0["cluster_sizes"]) == (
+            3,
+            2,
+            {"1": 1, "2": 1},
+        )
+        plans = _plans(store, lambda s: s.stats())
+        assert any("COVERING INDEX nodes_by_text_hash (memory=?)" in p for p in plans), plans
+    finally:
+        store.close()
     assert migrations.migrate(sqlite3.connect(path, isolation_level=None)) == []
 
 
@@ -270,7 +321,7 @@ def _plans(store: SqliteStore, read: Any) -> list[str]:
     ("read", "index"),
     [
         (lambda s: s.replicas_of(["c1"]), "replicas_by_node"),
-        (lambda s: s.stats(), "replicas_by_level (memory=? AND level=?)"),
+        (lambda s: s.stats(), "COVERING INDEX replicas_by_level_node (memory=? AND level=?)"),
     ],
     ids=["replicas_of", "stats"],
 )
@@ -281,3 +332,16 @@ def test_replica_reads_go_through_their_index(tmp_path: Path, read: Any, index: 
     plans = _plans(store, read)
     assert any(index in plan for plan in plans), plans
     assert not any("USING INDEX sqlite_autoindex_replicas_1 (memory=?)" in p for p in plans)
+
+
+def test_stats_counts_distinct_labels_and_nodes_from_indexes_in_their_order(
+    tmp_path: Path,
+) -> None:
+    """Cluster sizes and nodes in two or more clusters read replicas_by_level and
+    replicas_by_level_node, covering, in order: no replica row, and no temporary
+    b-tree per COUNT(DISTINCT ...) (0.34 and 0.27 s at 10^5 chunks before them)."""
+    store = SqliteStore(tmp_path / "m.db", "m")
+    plans = _plans(store, lambda s: s.stats())
+    store.close()
+    assert any("COVERING INDEX replicas_by_level (memory=?)" in p for p in plans), plans
+    assert not any("TEMP B-TREE FOR count(DISTINCT)" in p for p in plans), plans
