@@ -82,7 +82,7 @@ class NodeInfo:
 class StructureRows:
     """What a store reads to build a ``GraphStructure`` (``read_structure``)."""
 
-    nodes: list[Node]  # text included, vectors not
+    nodes: Iterable[Node]  # text included, vectors not; read once (it may stream)
     edges: list[tuple[str, str, float]]
     replicas: list[Replica]
     members: list[tuple[str, str]]  # (summary id, member id)

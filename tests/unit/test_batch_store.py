@@ -133,9 +133,10 @@ def run(target: GraphStore | BatchStore, ops: list[tuple], written: Written) -> 
 
 def dump(store: SqliteStore) -> tuple:
     rows = store.read_structure()
-    vectors = store.get_nodes([n.id for n in rows.nodes], embeddings=True)
+    nodes = list(rows.nodes)  # read once: it streams
+    vectors = store.get_nodes([n.id for n in nodes], embeddings=True)
     return (
-        sorted((n.id, n.level, n.kind, n.text, n.doc_id, n.position) for n in rows.nodes),
+        sorted((n.id, n.level, n.kind, n.text, n.doc_id, n.position) for n in nodes),
         sorted((i, n.props, np.round(n.embedding, 5).tolist()) for i, n in vectors.items()),
         sorted(rows.edges),
         sorted((r.id, r.node_id, r.label, tuple(sorted(r.members))) for r in rows.replicas),

@@ -24,7 +24,7 @@ def chunk_edges(db: Path) -> dict[tuple[str, str], tuple[float, float]]:
     """Each edge between two chunks: (score, distance between their positions)."""
     with Memory.open(db, "m", embedder=load_embedder("hashing:64")) as memory:
         rows = memory.store.read_structure()
-    at = {n.id: n.position for n in rows.nodes if n.level == 0 and n.position is not None}
+        at = {n.id: n.position for n in rows.nodes if n.level == 0 and n.position is not None}
     return {(a, b): (w, at[b] - at[a]) for a, b, w in rows.edges if a in at and b in at}
 
 
