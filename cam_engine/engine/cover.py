@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cam_engine.config import Settings
 from cam_engine.engine.reports import BatchReport
 from cam_engine.graph.hierarchy import KeptGroups, unit
 from cam_engine.store.batch import BatchStore
@@ -90,7 +91,7 @@ def update_kept_cover(
             groups_by_level[level] = _kept_groups(store, level, below, settings)
         level_update = _LevelUpdate(writer, level, groups_by_level[level], below)
         fresh = level_update.run(changed, shrunk, refreshed, written_keys, report)
-        written_keys |= {store.infos([i])[i].text_key for i in fresh}
+        written_keys |= set(store.text_keys(fresh).values())
         changed, shrunk = store.take_root_changes()
         changed |= fresh
         below = store.cover_set(level)
@@ -238,7 +239,7 @@ class _LevelUpdate:
         return np.stack([vectors[m] for m in ordered])
 
 
-def _kept_groups(store: BatchStore, level: int, below: Set[str], settings: Any) -> KeptGroups:
+def _kept_groups(store: BatchStore, level: int, below: Set[str], settings: Settings) -> KeptGroups:
     """A covering level's groups as stored (a process's first batch past the limit)."""
     ids = store.cover_ids(level)
     members = store.members_of(ids)
