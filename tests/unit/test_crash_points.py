@@ -4,8 +4,12 @@ its share, hits stay within the run, and only the ingest is killed by a timer.""
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
-from cam_engine.bench.crash import INGEST, PHASES, TARGETS, TIMER, spread_points
+import pytest
+
+from cam_engine.bench.crash import INGEST, PHASES, TARGETS, TIMER, invariants_of, spread_points
+from cam_engine.errors import CamError
 from cam_engine.faults import CHECKPOINTS
 
 
@@ -36,3 +40,12 @@ def test_labels_name_what_failed_where() -> None:
         "drop@embedded:5",
         "reply@embedded:5",
     ]
+
+
+def test_the_invariants_are_checked_only_when_wanted(tmp_path: Path) -> None:
+    """``--no-invariants`` (a base of 10^5 chunks, where the check takes hours) leaves
+    the memory unopened; from a checkout the check runs and finds the memory."""
+    missing = str(tmp_path / "none.db")
+    assert invariants_of(missing, "m", wanted=False) == (None, "")
+    with pytest.raises(CamError, match=r"none\.db"):  # the check opened it: there is none
+        invariants_of(missing, "m")
