@@ -142,6 +142,9 @@ class _LevelUpdate:
                 if group is not None and group in here:
                     self._member_set(group).discard(node)
                     touched.add(group)
+        # One read for the vectors of every touched group's members (each group's sum
+        # below reads them again from the batch's store, not the store).
+        self._vectors({m for group in touched for m in self._member_set(group)})
         for group in sorted(touched):
             members = self._member_set(group)
             if members:
@@ -186,12 +189,13 @@ class _LevelUpdate:
             return
         fresh = [ms for ms in new_groups if len(ms) > 1]
         fresh_units = [unit(self._stacked(ms).sum(axis=0)) for ms in fresh]
-        choices: list[tuple[set[str], set[str]]] = []
+        # (the single's set, the kept group or the new group it joins)
+        choices: list[tuple[set[str], str | set[str]]] = []
         for ms in singles:
             (node,) = ms
             vector = self._vectors([node])[node]
             target, score = self.groups.most_similar(vector)
-            best: set[str] | None = None if target is None else self._member_set(target)
+            best: str | set[str] | None = target
             direction = unit(vector)
             for candidate, centroid in zip(fresh, fresh_units, strict=True):
                 similarity = float(centroid @ direction)
@@ -200,7 +204,7 @@ class _LevelUpdate:
             if best is not None:
                 choices.append((ms, best))
         for ms, best in choices:
-            best |= ms
+            (self._member_set(best) if isinstance(best, str) else best).update(ms)
             ms.clear()
 
     def _write(self, new_groups: list[set[str]], report: BatchReport) -> set[str]:
@@ -216,7 +220,7 @@ class _LevelUpdate:
             return set()
         infos = store.infos({m for ms in groups for m in ms})
         groups.sort(key=lambda ms: min(_order_key(infos[m]) for m in ms))
-        members = store.get_nodes({m for ms in groups for m in ms})
+        members = store.get_nodes({m for ms in groups for m in ms}, embeddings=True)
         ordered = [[members[m] for m in ms] for ms in groups]
         ids = self.writer.new_ids(level, len(groups))
         written = self.writer.nodes(level, ids, ordered, report, {COVER: True}, keep_repeats=True)
