@@ -36,6 +36,11 @@ def check_memory(store: GraphStore, *, max_cluster_size: int) -> None:
     covering = [lv for lv in levels if all(n.props.get(COVER) for n in store.nodes_at_level(lv))]
     clustered = [lv for lv in levels if lv not in covering]
     assert covering == list(range(max(clustered) + 1, top + 1)), "covering levels on top"
+    for level in covering:
+        ids = [n.id for n in store.nodes_at_level(level)]
+        held = store.members_of(ids)
+        empty = [i for i in ids if not held.get(i)]
+        assert not empty, f"covering nodes without members at level {level}: {empty[:5]}"
     for level in clustered:
         nodes = {n.id: n for n in store.nodes_at_level(level)}
         adjacency = store.neighbours(nodes)

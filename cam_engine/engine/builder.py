@@ -216,7 +216,7 @@ class MemoryBuilder:
             # The last chunk went: nothing is left to summarize.
             self._drop_levels_above(0, report)
             if cover is None:  # kept through the batch: nothing is left to cover
-                cover = self.writer.take_down(store.cover_levels())
+                cover = self.writer.take_down(store.cover_levels(), report)
             report.top_summaries_removed += len(cover)
             return
         while change or self._stale_ahead_of(change.level):

@@ -71,7 +71,7 @@ def update_kept_cover(
     store, settings = writer.store, writer.settings
     changed, shrunk = store.take_root_changes()
     if not keeps_cover(store, settings.max_levels):
-        return writer.take_down(store.cover_levels())
+        return writer.take_down(store.cover_levels(), report)
     levels = store.cover_levels()
     groups_by_level: dict[int, KeptGroups] = store.cover_cache or {}
     store.cover_cache = groups_by_level
@@ -82,7 +82,7 @@ def update_kept_cover(
             # The small top: grouped again from its kept groups, as below REGROUP_ROOTS.
             for upper in levels[step:]:
                 groups_by_level.pop(upper, None)
-            old = writer.take_down(levels[step:])
+            old = writer.take_down(levels[step:], report)
             nodes = _in_order(store.get_nodes(below, embeddings=True).values())
             writer.group(nodes, level - 1, old, report, refreshed, regroup=False)
             report.top_summaries_removed += len(old)

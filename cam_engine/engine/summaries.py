@@ -195,20 +195,30 @@ class SummaryWriter:
             return None
         return self.take_down(self.store.cover_levels())
 
-    def take_down(self, levels: Collection[int]) -> Cover:
-        """Remove these covering levels, keeping their nodes by (level, members)."""
+    def take_down(self, levels: Collection[int], report: BatchReport | None = None) -> Cover:
+        """Remove these covering levels, keeping their nodes by (level, members).
+
+        Every node of the levels goes, not only those kept: taken down after a batch
+        changed the level below (``engine/cover.py``), several nodes may have lost all
+        their members, and one key (level, no members) would hold only one of them.
+        Those are counted as removed in ``report``."""
         store = self.store
         cache = store.cover_cache
         old: Cover = {}
+        doomed: list[str] = []
         for level in sorted(levels, reverse=True):
             if cache:
                 cache.pop(level, None)
             ids = store.cover_ids(level)
             members = store.members_of(ids)
             for node in store.get_nodes(ids, embeddings=True).values():
-                old[(level, frozenset(members.get(node.id, ())))] = node
-        if old:
-            store.delete_nodes([n.id for n in old.values()])
+                held = frozenset(members.get(node.id, ()))
+                if held:
+                    old[(level, held)] = node
+                elif report is not None:
+                    report.top_summaries_removed += 1
+            doomed += ids
+        store.delete_nodes(doomed)
         return old
 
     def build_cover(

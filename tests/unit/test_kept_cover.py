@@ -138,3 +138,28 @@ def test_the_covering_levels_move_when_the_clustered_levels_grow(
         m.ingest_text(text, "book", batch_size=16, on_batch=checked(m, settings))
     assert "kept" in kept_paths
     assert "regrouped" in kept_paths, "a clustered level grew under kept covering levels"
+
+
+def test_taking_down_a_level_removes_the_nodes_that_lost_every_member(tmp_path: Path) -> None:
+    """After a batch rewrote the level below, several covering nodes of a level may
+    have no member left: taking the level down removes each of them (keyed by level
+    and members, all but one of them were left in the memory, with no member)."""
+    from cam_engine.engine.reports import BatchReport
+    from cam_engine.engine.summaries import SummaryWriter
+    from cam_engine.engine.timing import PhaseClock
+    from cam_engine.llm import ExtractiveSummarizer
+
+    with Memory.open(tmp_path / "m.db", "t", settings=LINE_SETTINGS, embedder=EMBEDDER) as m:
+        m.ingest_text(random_line(300, 5), "doc", batch_size=64)
+        clock = PhaseClock()
+        with m._pipeline().writer.batch(clock) as store:
+            top = store.cover_levels()[-1]
+            emptied = store.cover_ids(top)[:2]
+            assert len(emptied) == 2
+            store.set_members({node: set() for node in emptied}, top)
+            writer = SummaryWriter(store, EMBEDDER, ExtractiveSummarizer(), LINE_SETTINGS, clock)
+            report = BatchReport("doc", 1)
+            old = writer.take_down([top], report)
+            assert store.cover_ids(top) == []
+            assert report.top_summaries_removed == 2
+            assert all(members for _, members in old)
