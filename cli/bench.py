@@ -406,6 +406,12 @@ def bench_llm(
     "--seed", default=0, show_default=True, help="Seed of the copies' shuffles and noise."
 )
 @click.option(
+    "--resume",
+    is_flag=True,
+    help="Go on growing the memory a run before left in --store (on Neo4j: the memory "
+    "named scale, then kept) rather than starting anew.",
+)
+@click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also append each JSON line to this file.",
@@ -422,6 +428,7 @@ def bench_scale(
     vector_cache: Path,
     batch_size: int,
     seed: int,
+    resume: bool,
     out: Path | None,
     plot: Path | None,
 ) -> None:
@@ -435,6 +442,8 @@ def bench_scale(
         raise click.ClickException(
             f"cam bench scale needs the shared data folder; not found: {data}"
         )
+    if resume and store_dir is None:
+        raise click.UsageError("--resume needs --store: the memory to go on growing")
     vector_cache.parent.mkdir(parents=True, exist_ok=True)
 
     def append(line: dict[str, Any]) -> None:
@@ -460,6 +469,7 @@ def bench_scale(
             vector_cache=vector_cache,
             batch_size=batch_size,
             seed=seed,
+            resume=resume,
             emit=emit,
             progress=progress,
         )

@@ -20,6 +20,10 @@ not a decade) prints one JSON line:
   ``open_import_s``); ``stats_s`` and ``show_s``: ``cam stats``' and ``cam show``'s work
   in that process;
 - ``levels`` (nodes per level, bottom up) and ``top_size``.
+
+With ``resume`` a run goes on growing the memory a run before left in the same folder
+(or, on Neo4j, the memory named ``scale``) from the next document of the same seeded
+sequence, so a run to 10^6 can be taken in parts; its lines say ``resumed_at``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +99,7 @@ def run(
     vector_cache: Path | None = None,
     batch_size: int = 64,
     seed: int = 0,
+    resume: bool = False,
     emit: Callable[[dict[str, Any]], None] = lambda line: print(json.dumps(line), flush=True),
     progress: Callable[[dict[str, Any]], None] = lambda point: print(
         describe_progress(point), file=sys.stderr, flush=True
@@ -113,13 +118,13 @@ def run(
     question_vectors = vectors[len(pool.units) :]
     location: str | Path
     if store is not None and is_neo4j_uri(store):
-        location, name = store, f"scale-{os.getpid()}"
+        location, name = store, "scale" if resume else f"scale-{os.getpid()}"
     else:
         folder = Path(store or tempfile.mkdtemp(prefix="cam-scale-"))
         folder.mkdir(parents=True, exist_ok=True)
         location, name = folder / "scale.db", "scale"
         for stale in folder.glob("scale.db*"):
-            if stale.is_file():
+            if stale.is_file() and not resume:
                 stale.unlink()
     lines: list[dict[str, Any]] = []
     reports: list[BatchReport] = []
@@ -148,10 +153,14 @@ def run(
                 }
             )
 
-    documents = copy_documents(pool, seed)
-
     with Memory.open(location, name, settings=settings, embedder=embedder) as memory:
-        for target in checkpoints(chunks):
+        documents = copy_documents(pool, seed)
+        resumed_at = memory.count_chunks() if resume else 0
+        if resumed_at:
+            held = {record.id for record in memory.documents()}
+            documents = documents_left(documents, held)
+            added = resumed_at
+        for target in [t for t in checkpoints(chunks) if t > added]:
             while added < target:
                 # ingest_documents chunks its documents up front: a round at a time
                 # keeps the texts in memory bounded (a document is about 40 chunks).
@@ -173,14 +182,32 @@ def run(
                 **_ask_figures(memory, pool),
                 **_cold_open(location, name, pool.questions[0], question_vectors[0]),
                 "unmatched_texts": embedder.unmatched,
+                **({"resumed_at": resumed_at} if resumed_at else {}),
             }
             emit(line)
             lines.append(line)
-        if is_neo4j_uri(str(location)):
+        if is_neo4j_uri(str(location)) and not resume:
             # In transactions of bounded size: one transaction deleting a memory of
             # this size exceeds the server's transaction memory.
             memory.store.drop_memory()
     return lines
+
+
+def documents_left(
+    documents: Iterator[tuple[str, str]], held: set[str]
+) -> Iterator[tuple[str, str]]:
+    """The documents of the sequence from the last one the memory holds: a run stopped
+    between the batches of a document left it part-written, and ingesting it again
+    completes it (an ingest updates a held document to the text given)."""
+    last: tuple[str, str] | None = None
+    for document in documents:
+        if document[0] not in held:
+            if last is not None:
+                yield last
+            yield document
+            break
+        last = document
+    yield from documents
 
 
 def describe_progress(point: dict[str, Any]) -> str:

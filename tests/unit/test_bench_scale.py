@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cam_engine.bench.scale import checkpoints
+from cam_engine.bench.scale import checkpoints, documents_left
 from cam_engine.bench.scale_data import (
     UNITS_PER_DOCUMENT,
     PerturbedEmbedder,
@@ -40,6 +40,16 @@ def test_the_decades_up_to_the_target_and_the_target() -> None:
     assert checkpoints(10_000) == [10_000]
     assert checkpoints(250_000) == [10_000, 100_000, 250_000]
     assert checkpoints(1_000_000) == [10_000, 100_000, 1_000_000]
+
+
+def test_a_resumed_run_goes_on_from_the_last_document_held() -> None:
+    pool, _ = _pool()
+    sequence = list(itertools.islice(copy_documents(pool, seed=1), 8))
+    held = {doc_id for doc_id, _ in sequence[:5]}
+    # The fifth may be part-written: it is ingested again, then the rest in order.
+    left = list(itertools.islice(documents_left(copy_documents(pool, seed=1), held), 4))
+    assert left == sequence[4:8]
+    assert list(itertools.islice(documents_left(iter(sequence), set()), 3)) == sequence[:3]
 
 
 def test_copies_are_new_texts_of_real_sentences() -> None:
