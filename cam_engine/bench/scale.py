@@ -15,10 +15,13 @@ not a decade) prints one JSON line:
   whose vectors are given; ``ann_recall_at_10``: how many of the exact top 10 by cosine
   over every level the store's vector search returns (1.0 where it searches exactly);
 - ``ask_p95_ms``: ``Memory.ask`` (prune-and-grow, extractive answer) for 50 questions;
-- ``open_s``: a new process opening the memory, reading its stats and localizing one
-  question (the import of the package and the model's load are left out and given as
+- ``open_s``: a new process opening the memory at rest (this run's writer closed, as a
+  finished ingest leaves it), reading its stats and localizing one question (the
+  import of the package and the model's load are left out and given as
   ``open_import_s``); ``stats_s`` and ``show_s``: ``cam stats``' and ``cam show``'s work
-  in that process;
+  in that process; ``open_live_s``: the same while the writer is still open, so that
+  the new process replays the vector index changes the writer has not saved yet
+  (``sqlite_vectors.py``);
 - ``levels`` (nodes per level, bottom up) and ``top_size``.
 
 With ``resume`` a run goes on growing the memory a run before left in the same folder
@@ -153,7 +156,11 @@ def run(
                 }
             )
 
-    with Memory.open(location, name, settings=settings, embedder=embedder) as memory:
+    def open_memory() -> Memory:
+        return Memory.open(location, name, settings=settings, embedder=embedder)
+
+    memory = open_memory()
+    try:
         documents = copy_documents(pool, seed)
         resumed_at = memory.count_chunks() if resume else 0
         if resumed_at:
@@ -180,16 +187,24 @@ def run(
                 "store_mb": _store_mb(location),
                 **_localize_figures(memory, pool, question_vectors),
                 **_ask_figures(memory, pool),
-                **_cold_open(location, name, pool.questions[0], question_vectors[0]),
-                "unmatched_texts": embedder.unmatched,
-                **({"resumed_at": resumed_at} if resumed_at else {}),
             }
+            question, vector = pool.questions[0], question_vectors[0]
+            live = _cold_open(location, name, question, vector)
+            memory.close()  # as a finished ingest leaves it, for the cold open at rest
+            line.update(_cold_open(location, name, question, vector))
+            line["open_live_s"] = live.get("open_s")
+            line["unmatched_texts"] = embedder.unmatched
+            if resumed_at:
+                line["resumed_at"] = resumed_at
             emit(line)
             lines.append(line)
+            memory = open_memory()
         if is_neo4j_uri(str(location)) and not resume:
             # In transactions of bounded size: one transaction deleting a memory of
             # this size exceeds the server's transaction memory.
             memory.store.drop_memory()
+    finally:
+        memory.close()
     return lines
 
 

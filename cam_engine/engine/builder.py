@@ -102,12 +102,11 @@ class ReplicaGraph:
         """As ``graph.ego_split.replica_edges``, with the far ends looked up in the
         store's index of which replica holds which member."""
         adjacency = self._store.neighbours({r.node_id for r in replicas})
-        holders = self._store.replica_holders()
         edges: dict[str, dict[str, float]] = {}
         for r in replicas:
             ends = edges[r.id] = {}
             for v in sorted(r.members):
-                far = holders.get((v, r.node_id))
+                far = self._store.replica_holder(v, r.node_id)
                 if far is not None:
                     ends[far] = float(adjacency[r.node_id][v])
         return edges

@@ -241,7 +241,7 @@ class BatchStore:
         """Nodes whose text is ``text`` (whitespace aside), covering nodes included."""
         key = text_key(text)
         s = self._structure
-        return set(s.by_text.get(key, ())) | s.cover_by_text.get(key, set())
+        return s.by_text.get(key) | s.cover_by_text.get(key, set())
 
     def get_nodes(self, ids: Iterable[str], *, embeddings: bool = False) -> dict[str, Node]:
         wanted = [i for i in dict.fromkeys(ids) if i in self._structure.nodes]
@@ -370,16 +370,17 @@ class BatchStore:
         for node_id in dict.fromkeys(node_ids):
             held = self._structure.of_node.get(node_id)
             if held:
-                result[node_id] = [self._structure.replicas[i] for i in sorted(held)]
+                result[node_id] = [self._structure.replicas[i].replica() for i in held]
         return result
 
     def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
-        return {i: self._structure.replicas[i] for i in ids if i in self._structure.replicas}
+        held = self._structure.replicas
+        return {i: held[i].replica() for i in ids if i in held}
 
     def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
         by_label = self._structure.by_label
-        ids = {i for label in set(labels) for i in by_label.get(label, ())}
-        return [self._structure.replicas[i] for i in sorted(ids)]
+        ids = {i for label in set(labels) for i in by_label.get(label)}
+        return [self._structure.replicas[i].replica() for i in sorted(ids)]
 
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
         for r in replicas:
@@ -394,7 +395,7 @@ class BatchStore:
 
     def label_sizes(self, labels: Iterable[str]) -> dict[str, int]:
         by_label = self._structure.by_label
-        return {label: len(by_label[label]) for label in set(labels) if by_label.get(label)}
+        return {label: by_label.size(label) for label in set(labels) if label in by_label}
 
     def labels_at_level(self, level: int) -> list[str]:
         return sorted(self._structure.labels_by_level.get(level, ()))
@@ -402,10 +403,10 @@ class BatchStore:
     def count_labels(self, level: int) -> int:
         return len(self._structure.labels_by_level.get(level, ()))
 
-    def replica_holders(self) -> Mapping[tuple[str, str], str]:
-        """(node, member) -> the replica of node whose component holds member: the far
-        ends of replica-graph edges. A read-only view, current as the batch writes."""
-        return self._structure.holder
+    def replica_holder(self, node_id: str, member: str) -> str | None:
+        """The replica of ``node_id`` whose component holds ``member``: the far end of a
+        replica-graph edge, current as the batch writes."""
+        return self._structure.holder(node_id, member)
 
     # --- hierarchy -------------------------------------------------------------------------------
     def members_of(self, summary_ids: Iterable[str]) -> dict[str, set[str]]:
@@ -416,7 +417,7 @@ class BatchStore:
     def parents_of(self, node_ids: Iterable[str]) -> dict[str, set[str]]:
         """The clustered levels' summaries of nodes (not their covering node)."""
         parents = self._structure.parents
-        return {i: set(parents[i]) for i in node_ids if parents.get(i)}
+        return {i: parents.get(i) for i in node_ids if i in parents}
 
     def set_members(self, members: Mapping[str, Iterable[str]], level: int) -> None:
         for summary, ms in members.items():

@@ -27,6 +27,7 @@ through an approximate index once they are large (``sqlite_vectors.py``).
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -53,17 +54,85 @@ def text_hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
+class IdSets:
+    """key -> a set of ids, for indexes where nearly every key has one id (a node's
+    summaries, the nodes of one text): such a key keeps the bare id, since a set of
+    one costs 216 bytes. ``get`` hands out a new set."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: dict[Any, str | set[str]] = {}
+
+    def add(self, key: Any, value: str) -> None:
+        held = self._held.get(key)
+        if held is None:
+            self._held[key] = value
+        elif isinstance(held, str):
+            if held != value:
+                self._held[key] = {held, value}
+        else:
+            held.add(value)
+
+    def discard(self, key: Any, value: str) -> None:
+        held = self._held.get(key)
+        if held is None:
+            return
+        if isinstance(held, str):
+            if held == value:
+                del self._held[key]
+            return
+        held.discard(value)
+        if len(held) == 1:  # one way to hold each state, so two indexes compare equal
+            self._held[key] = next(iter(held))
+
+    def get(self, key: Any) -> set[str]:
+        held = self._held.get(key)
+        if held is None:
+            return set()
+        return {held} if isinstance(held, str) else set(held)
+
+    def size(self, key: Any) -> int:
+        held = self._held.get(key)
+        return 0 if held is None else 1 if isinstance(held, str) else len(held)
+
+    def pop(self, key: Any) -> set[str]:
+        found = self.get(key)
+        self._held.pop(key, None)
+        return found
+
+    def __contains__(self, key: Any) -> bool:
+        return key in self._held
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdSets) and self._held == other._held
+
+    def clear(self) -> None:
+        self._held.clear()
+
+
 @dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """A node without its text and vector."""
+    """A node without its text and vector. Its props are held as their JSON text: a
+    dict of two keys with their values cost about 400 bytes a node, the text about 60
+    (``props`` decodes it when asked, which the batches do for few nodes)."""
 
     id: str
     level: int
     kind: str
     doc_id: str | None
     position: float | None
-    props: dict[str, Any]
+    props_json: str
     text_key: bytes
+    cover: bool  # a node of the covering top levels (props COVER)
+
+    @property
+    def props(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.props_json)
+        return decoded
 
     @staticmethod
     def of(node: Node) -> NodeInfo:
@@ -73,9 +142,26 @@ class NodeInfo:
             node.kind,
             None if node.doc_id is None else sys.intern(node.doc_id),
             node.position,
-            dict(node.props),
+            json.dumps(node.props, sort_keys=True, separators=(",", ":")),
             text_key(node.text),
+            bool(node.props.get(COVER)),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class HeldReplica:
+    """A replica as the structure holds it: its members a sorted tuple, which costs a
+    fifth of the frozenset a ``Replica`` carries (728 bytes from five members on); the
+    batch is handed ``Replica``s (``replica()``)."""
+
+    id: str
+    node_id: str
+    level: int
+    label: str
+    members: tuple[str, ...]
+
+    def replica(self) -> Replica:
+        return Replica(self.id, self.node_id, self.level, self.label, frozenset(self.members))
 
 
 @dataclass
@@ -104,17 +190,16 @@ class GraphStructure:
     by_level: dict[int, set[str]] = field(default_factory=dict)
     chunk_at: dict[tuple[str, int], str] = field(default_factory=dict)  # (doc, position)
     chunks_of: dict[str, set[str]] = field(default_factory=dict)  # doc -> its chunk ids
-    by_text: dict[bytes, set[str]] = field(default_factory=dict)
+    by_text: IdSets = field(default_factory=IdSets)
     adjacency: dict[str, dict[str, float]] = field(default_factory=dict)
-    replicas: dict[str, Replica] = field(default_factory=dict)
-    of_node: dict[str, set[str]] = field(default_factory=dict)  # node id -> replica ids
-    by_label: dict[str, set[str]] = field(default_factory=dict)  # label -> replica ids
-    # (node, member) -> the replica of node whose component holds member: the far end
-    # of a replica-graph edge (graph.ego_split.replica_edges).
-    holder: dict[tuple[str, str], str] = field(default_factory=dict)
+    replicas: dict[str, HeldReplica] = field(default_factory=dict)
+    # node id -> its replicas' ids, sorted: a tuple (mostly of one) costs a quarter of
+    # a set.
+    of_node: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_label: IdSets = field(default_factory=IdSets)  # label -> replica ids
     labels_by_level: dict[int, set[str]] = field(default_factory=dict)
     members: dict[str, set[str]] = field(default_factory=dict)  # summary -> member ids
-    parents: dict[str, set[str]] = field(default_factory=dict)  # node -> summary ids
+    parents: IdSets = field(default_factory=IdSets)  # node -> summary ids
     # Nodes no summary has as a member, kept up as members change: the covering top
     # level reads them every batch, and finding them by a pass over every node cost
     # a pass over a million nodes per batch.
@@ -166,7 +251,7 @@ class GraphStructure:
 
     def is_cover(self, node_id: str) -> bool:
         info = self.nodes.get(node_id)
-        return info is not None and bool(info.props.get(COVER))
+        return info is not None and info.cover
 
     def members_of(self, node_id: str) -> set[str]:
         """A summary's members, a covering node's included."""
@@ -175,8 +260,8 @@ class GraphStructure:
     def parents_of(self, node_id: str) -> set[str]:
         """A node's summaries, its covering node included."""
         cover = self.cover_parent.get(node_id)
-        held = self.parents.get(node_id, set())
-        return held | {cover} if cover is not None else set(held)
+        held = self.parents.get(node_id)
+        return held | {cover} if cover is not None else held
 
     # --- nodes ---------------------------------------------------------------------------
     def put_node(self, info: NodeInfo) -> None:
@@ -184,29 +269,31 @@ class GraphStructure:
         if old is not None:
             self._unindex(old)
         self.nodes[info.id] = info
-        if info.props.get(COVER):
+        if info.cover:
             self.cover_by_level.setdefault(info.level, set()).add(info.id)
             self.cover_by_text.setdefault(info.text_key, set()).add(info.id)
             return
-        if not self.parents.get(info.id):
+        if info.id not in self.parents:
             self.roots.add(info.id)
             self.root_changes.add(info.id)
         self.by_level.setdefault(info.level, set()).add(info.id)
-        self.by_text.setdefault(info.text_key, set()).add(info.id)
+        self.by_text.add(info.text_key, info.id)
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
             self.chunk_at[(info.doc_id, int(info.position))] = info.id
             self.chunks_of.setdefault(info.doc_id, set()).add(info.id)
 
     def _unindex(self, info: NodeInfo) -> None:
-        cover = bool(info.props.get(COVER))
+        cover = info.cover
         by_level = self.cover_by_level if cover else self.by_level
-        by_text = self.cover_by_text if cover else self.by_text
         by_level.get(info.level, set()).discard(info.id)
-        same = by_text.get(info.text_key)
-        if same is not None:
-            same.discard(info.id)
-            if not same:
-                del by_text[info.text_key]
+        if cover:
+            same = self.cover_by_text.get(info.text_key)
+            if same is not None:
+                same.discard(info.id)
+                if not same:
+                    del self.cover_by_text[info.text_key]
+        else:
+            self.by_text.discard(info.text_key, info.id)
         if info.kind == CHUNK and info.doc_id is not None and info.position is not None:
             at = (info.doc_id, int(info.position))
             # Another chunk may have moved to this position already (an updated document).
@@ -237,7 +324,7 @@ class GraphStructure:
             self.remove_replica(replica_id)
         self.of_node.pop(node_id, None)
         self.set_members(node_id, set())
-        for summary in self.parents.pop(node_id, set()):
+        for summary in self.parents.pop(node_id):
             members = self.members.get(summary)
             if members is not None:
                 members.discard(node_id)
@@ -256,35 +343,43 @@ class GraphStructure:
 
     # --- replicas ------------------------------------------------------------------------
     def put_replica(self, replica: Replica) -> None:
-        replica = Replica(
+        held_replica = HeldReplica(
             sys.intern(replica.id),
             sys.intern(replica.node_id),
             replica.level,
             sys.intern(replica.label),
-            frozenset(sys.intern(m) for m in replica.members),
+            tuple(sorted(sys.intern(m) for m in replica.members)),
         )
-        self.remove_replica(replica.id)
-        self.replicas[replica.id] = replica
-        self.of_node.setdefault(replica.node_id, set()).add(replica.id)
-        self.by_label.setdefault(replica.label, set()).add(replica.id)
-        self.labels_by_level.setdefault(replica.level, set()).add(replica.label)
-        for member in replica.members:
-            self.holder[(replica.node_id, member)] = replica.id
+        self.remove_replica(held_replica.id)
+        self.replicas[held_replica.id] = held_replica
+        held = self.of_node.get(held_replica.node_id, ())
+        self.of_node[held_replica.node_id] = tuple(sorted((*held, held_replica.id)))
+        self.by_label.add(held_replica.label, held_replica.id)
+        self.labels_by_level.setdefault(held_replica.level, set()).add(held_replica.label)
 
     def remove_replica(self, replica_id: str) -> None:
         old = self.replicas.pop(replica_id, None)
         if old is None:
             return
-        self.of_node.get(old.node_id, set()).discard(replica_id)
-        for member in old.members:
-            if self.holder.get((old.node_id, member)) == replica_id:
-                del self.holder[(old.node_id, member)]
-        holders = self.by_label.get(old.label)
-        if holders is not None:
-            holders.discard(replica_id)
-            if not holders:
-                del self.by_label[old.label]
-                self.labels_by_level.get(old.level, set()).discard(old.label)
+        held = tuple(i for i in self.of_node.get(old.node_id, ()) if i != replica_id)
+        if held:
+            self.of_node[old.node_id] = held
+        else:
+            self.of_node.pop(old.node_id, None)
+        self.by_label.discard(old.label, replica_id)
+        if old.label not in self.by_label:
+            self.labels_by_level.get(old.level, set()).discard(old.label)
+
+    def holder(self, node_id: str, member: str) -> str | None:
+        """The replica of ``node_id`` whose component holds ``member``: the far end of a
+        replica-graph edge (``graph.ego_split.replica_edges``). Every edge of a node
+        leads to one of its replicas, so the first that has it is the one. Found
+        among the node's replicas (mostly one) rather than kept in an index of every
+        (node, neighbour) pair, which cost 50 MB at 10^5 chunks."""
+        for replica_id in self.of_node.get(node_id, ()):
+            if member in self.replicas[replica_id].members:
+                return replica_id
+        return None
 
     # --- hierarchy -----------------------------------------------------------------------
     def set_members(self, summary: str, members: Iterable[str]) -> None:
@@ -294,18 +389,14 @@ class GraphStructure:
             self._set_cover_members(summary, new)
             return
         for old in self.members.pop(summary, set()) - new:
-            held = self.parents.get(old)
-            if held is not None:
-                held.discard(summary)
-                if not held:
-                    del self.parents[old]
-            if old in self.nodes and not self.parents.get(old):
+            self.parents.discard(old, summary)
+            if old in self.nodes and old not in self.parents:
                 self.roots.add(old)
                 self.root_changes.add(old)
         if new:
             self.members[summary] = new
             for member in new:
-                self.parents.setdefault(member, set()).add(summary)
+                self.parents.add(member, summary)
                 if member in self.roots:
                     self.roots.discard(member)
                     self.root_changes.add(member)
@@ -329,7 +420,6 @@ class GraphStructure:
         self.replicas.clear()
         self.of_node.clear()
         self.by_label.clear()
-        self.holder.clear()
         self.labels_by_level.clear()
         self.members.clear()
         self.parents.clear()
