@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,6 +198,9 @@ class GraphStructure:
     # a set.
     of_node: dict[str, tuple[str, ...]] = field(default_factory=dict)
     by_label: IdSets = field(default_factory=IdSets)  # label -> replica ids
+    # For a node of several replicas: neighbour -> the replica whose component holds
+    # it (``holder``).
+    holders: dict[str, dict[str, str]] = field(default_factory=dict)
     labels_by_level: dict[int, set[str]] = field(default_factory=dict)
     members: dict[str, set[str]] = field(default_factory=dict)  # summary -> member ids
     parents: IdSets = field(default_factory=IdSets)  # node -> summary ids
@@ -350,10 +354,19 @@ class GraphStructure:
             sys.intern(replica.label),
             tuple(sorted(sys.intern(m) for m in replica.members)),
         )
+        node_id = held_replica.node_id
         self.remove_replica(held_replica.id)
         self.replicas[held_replica.id] = held_replica
-        held = self.of_node.get(held_replica.node_id, ())
-        self.of_node[held_replica.node_id] = tuple(sorted((*held, held_replica.id)))
+        held = tuple(sorted((*self.of_node.get(node_id, ()), held_replica.id)))
+        self.of_node[node_id] = held
+        if len(held) > 1:
+            holders = self.holders.get(node_id)
+            if holders is None:  # it had one replica: index that one first
+                holders = self.holders[node_id] = {}
+                for other in held:
+                    if other != held_replica.id:
+                        holders.update(dict.fromkeys(self.replicas[other].members, other))
+            holders.update(dict.fromkeys(held_replica.members, held_replica.id))
         self.by_label.add(held_replica.label, held_replica.id)
         self.labels_by_level.setdefault(held_replica.level, set()).add(held_replica.label)
 
@@ -366,6 +379,14 @@ class GraphStructure:
             self.of_node[old.node_id] = held
         else:
             self.of_node.pop(old.node_id, None)
+        holders = self.holders.get(old.node_id)
+        if holders is not None:
+            if len(held) <= 1:
+                del self.holders[old.node_id]
+            else:
+                for member in old.members:
+                    if holders.get(member) == replica_id:
+                        del holders[member]
         self.by_label.discard(old.label, replica_id)
         if old.label not in self.by_label:
             self.labels_by_level.get(old.level, set()).discard(old.label)
@@ -373,13 +394,18 @@ class GraphStructure:
     def holder(self, node_id: str, member: str) -> str | None:
         """The replica of ``node_id`` whose component holds ``member``: the far end of a
         replica-graph edge (``graph.ego_split.replica_edges``). Every edge of a node
-        leads to one of its replicas, so the first that has it is the one. Found
-        among the node's replicas (mostly one) rather than kept in an index of every
-        (node, neighbour) pair, which cost 50 MB at 10^5 chunks."""
-        for replica_id in self.of_node.get(node_id, ()):
-            if member in self.replicas[replica_id].members:
-                return replica_id
-        return None
+        leads to one of its replicas. A node of one replica (most) is looked up in its
+        sorted members; only nodes of several have an index (``holders``): one of
+        every (node, neighbour) pair cost 50 MB at 10^5 chunks."""
+        holders = self.holders.get(node_id)
+        if holders is not None:
+            return holders.get(member)
+        held = self.of_node.get(node_id)
+        if not held:
+            return None
+        members = self.replicas[held[0]].members
+        at = bisect_left(members, member)
+        return held[0] if at < len(members) and members[at] == member else None
 
     # --- hierarchy -----------------------------------------------------------------------
     def set_members(self, summary: str, members: Iterable[str]) -> None:
@@ -420,6 +446,7 @@ class GraphStructure:
         self.replicas.clear()
         self.of_node.clear()
         self.by_label.clear()
+        self.holders.clear()
         self.labels_by_level.clear()
         self.members.clear()
         self.parents.clear()
