@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,12 +46,14 @@ class CachingEmbedder:
         return dict(zip((str(k) for k in keys), vectors, strict=True))
 
     def save(self) -> None:
-        """Write every known vector to the cache file (atomically; no-op without one)."""
-        if self._file is None:
+        """Write every known vector to the cache file (atomically; no-op without one, or
+        when every vector came from it). Two processes sharing a file each write a
+        file of their own and rename it into place: the last rename wins, whole."""
+        if self._file is None or self.computed == 0:
             return
         known = dict(self._stored)
         known.update((_text_key(t), v) for t, v in self._cache.items())
-        partial = self._file.with_name(self._file.name + ".partial.npz")
+        partial = self._file.with_name(f"{self._file.name}.{os.getpid()}.partial.npz")
         np.savez(
             partial,
             model=np.array(self._inner.name),

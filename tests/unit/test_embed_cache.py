@@ -44,6 +44,19 @@ def test_vectors_outlive_the_process_only_with_a_cache_file(tmp_path: Path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.npz"]
 
 
+def test_a_run_that_embedded_nothing_new_leaves_the_file_alone(tmp_path: Path) -> None:
+    cache = tmp_path / "vectors.npz"
+    first = CachingEmbedder(Counting(), cache)
+    first.embed(["a whale"])
+    first.save()
+    inode = cache.stat().st_ino  # a rewrite renames a new file into place
+    reader = CachingEmbedder(Counting(), cache)
+    reader.embed(["a whale"])
+    reader.save()  # two runs sharing one cache would race to rewrite it
+    assert reader.computed == 0 and cache.stat().st_ino == inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["vectors.npz"]
+
+
 def test_a_cache_of_another_model_is_refused(tmp_path: Path) -> None:
     cache = tmp_path / "vectors.npz"
     made = CachingEmbedder(Counting(name="model-a"), cache)
