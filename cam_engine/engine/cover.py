@@ -37,7 +37,7 @@ import numpy as np
 from cam_engine.config import Settings
 from cam_engine.engine.reports import BatchReport
 from cam_engine.graph.hierarchy import KeptGroups, unit
-from cam_engine.store.batch import BatchStore
+from cam_engine.store.batch import BatchStore, root_order
 from cam_engine.store.structure import NodeInfo
 from cam_engine.types import COVER, Node
 
@@ -83,7 +83,7 @@ def update_kept_cover(
             for upper in levels[step:]:
                 groups_by_level.pop(upper, None)
             old = writer.take_down(levels[step:], report)
-            nodes = _in_order(store.get_nodes(below, embeddings=True).values())
+            nodes = store.nodes_in_order(below, embeddings=True)
             writer.group(nodes, level - 1, old, report, refreshed, regroup=False)
             report.top_summaries_removed += len(old)
             return None
@@ -95,7 +95,7 @@ def update_kept_cover(
         changed, shrunk = store.take_root_changes()
         changed |= fresh
         below = store.cover_set(level)
-    top = _in_order(store.get_nodes(below, embeddings=True).values())
+    top = store.nodes_in_order(below, embeddings=True)
     writer.group(top, levels[-1], {}, report, refreshed, regroup=False)
     return None
 
@@ -151,7 +151,7 @@ class _LevelUpdate:
                 self.groups.set_group(group, self._stacked(members))
             else:
                 self.groups.drop_group(group)
-        overflow = self._place(sorted(new, key=lambda i: _order_key(infos[i])), infos)
+        overflow = self._place(sorted(new, key=lambda i: root_order(infos[i])), infos)
         size = self.writer.settings.max_cluster_size
         new_groups = [set(overflow[i : i + size]) for i in range(0, len(overflow), size)]
         self._join_singletons(new_groups)
@@ -219,7 +219,7 @@ class _LevelUpdate:
         if not groups:
             return set()
         infos = store.infos({m for ms in groups for m in ms})
-        groups.sort(key=lambda ms: min(_order_key(infos[m]) for m in ms))
+        groups.sort(key=lambda ms: min(root_order(infos[m]) for m in ms))
         members = store.get_nodes({m for ms in groups for m in ms}, embeddings=True)
         ordered = [[members[m] for m in ms] for ms in groups]
         ids = self.writer.new_ids(level, len(groups))
@@ -267,19 +267,3 @@ def _vector(node: Node) -> np.ndarray:
 def _reading_key(info: Node | NodeInfo) -> tuple[Any, ...]:
     """A node's place in its document's reading order (``hierarchy._ranks``)."""
     return (info.position or 0.0, info.level, info.position is not None, info.id)
-
-
-def _order_key(info: Node | NodeInfo) -> tuple[Any, ...]:
-    """The order roots are placed in: by level, then reading order (``root_nodes``)."""
-    return (
-        info.level,
-        info.doc_id is not None,
-        info.doc_id or "",
-        info.position is not None,
-        info.position or 0.0,
-        info.id,
-    )
-
-
-def _in_order(nodes: Iterable[Node]) -> list[Node]:
-    return sorted(nodes, key=_order_key)

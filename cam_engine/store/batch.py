@@ -262,11 +262,14 @@ class BatchStore:
 
     def nodes_at_level(self, level: int, *, embeddings: bool = False) -> list[Node]:
         nodes = self.get_nodes((n.id for n in self.infos_at_level(level)), embeddings=embeddings)
-        return sorted(nodes.values(), key=_reading_order)
+        return sorted(nodes.values(), key=reading_order)
+
+    def nodes_in_order(self, ids: Iterable[str], *, embeddings: bool = False) -> list[Node]:
+        """These nodes by level, then in reading order (``root_order``)."""
+        return sorted(self.get_nodes(ids, embeddings=embeddings).values(), key=root_order)
 
     def root_nodes(self, *, embeddings: bool = False) -> list[Node]:
-        nodes = self.get_nodes(sorted(self._structure.roots), embeddings=embeddings)
-        return sorted(nodes.values(), key=lambda n: (n.level, *_reading_order(n)))
+        return self.nodes_in_order(sorted(self._structure.roots), embeddings=embeddings)
 
     def chunk_ids_near(self, doc_id: str, positions: Iterable[int]) -> set[str]:
         """The chunks of a document at these positions (no store call)."""
@@ -555,7 +558,7 @@ def _same_node(a: Node, b: Node) -> bool:
     )
 
 
-def _reading_order(node: Node) -> tuple[Any, ...]:
+def reading_order(node: Node | NodeInfo) -> tuple[Any, ...]:
     """Documents by id, then position (nodes without either first, as SQL sorts NULL)."""
     return (
         node.doc_id is not None,
@@ -564,3 +567,9 @@ def _reading_order(node: Node) -> tuple[Any, ...]:
         node.position or 0.0,
         node.id,
     )
+
+
+def root_order(node: Node | NodeInfo) -> tuple[Any, ...]:
+    """The order roots are grouped in, by the covering levels: by level, then in
+    reading order."""
+    return (node.level, *reading_order(node))
