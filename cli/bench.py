@@ -18,6 +18,7 @@ from cam_engine.cli.bench_latency import (
     bench_mcp,
     bench_names,
     bench_stores,
+    bench_structure,
 )
 from cam_engine.cli.bench_options import (
     FRANKENSTEIN,
@@ -493,6 +494,7 @@ for command in (
     bench_mcp,
     bench_embed_runtimes,
     bench_ann,
+    bench_structure,
     bench_names,
     bench_graph_parameters,
     bench_tuning,

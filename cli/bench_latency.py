@@ -89,6 +89,30 @@ def bench_embed_runtimes(book: Path, repeats: int, out: Path | None) -> None:
     print_figures(embed_runtimes.run(book, repeats), out)
 
 
+@click.command("structure", short_help="What a writer holds between batches: MB per chunk.")
+@click.argument("store")
+@click.option(
+    "--memory",
+    "memory_name",
+    default="scale",
+    show_default=True,
+    help="The memory in STORE (cam bench scale's is named scale).",
+)
+def bench_structure(store: str, memory_name: str) -> None:
+    """Read an existing memory's structure as a writer's first batch does, search each
+    level once, and print the time and resident memory each took (STORE: a SQLite
+    file, or a bolt:// or neo4j:// URI)."""
+    from cam_engine.bench import structure_memory
+    from cam_engine.store.base import is_neo4j_uri
+
+    if not is_neo4j_uri(store) and not Path(store).is_file():
+        raise click.BadParameter(f"no SQLite file at {store}", param_hint="STORE")
+    try:
+        click.echo(json.dumps(structure_memory.run(store, memory_name)))
+    except CamError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 @click.command("ann", short_help="The approximate vector index alone: recall@10, latency.")
 @click.option(
     "--vectors",

@@ -13,15 +13,20 @@ It is valid for one ``generation`` of the memory, a counter each committed batch
 raises (``store.change``): when another process has written since it was read, the
 generations differ and it is read again.
 
-What it costs: per node a few small records (no text: a 16-byte key of it, which the
-check for repeated summary texts needs), per edge a dict entry, per replica a record
-in a few indexes (docs/benchmarks.md, "Scale", has the figures per chunk). Every id
-it holds is interned (``sys.intern``): a node's id appears in its edges, replicas and
-memberships, each read from its own row as its own string; one copy per node instead
-of one per mention took the structure of a 53,000-chunk memory from 235 to 206 MB. The chunks'
-vectors are held only where the store's own search is a round trip away (Neo4j, up to
-``neo4j.HELD_VECTORS_MAX`` chunks); the SQLite store searches its levels in process,
-through an approximate index once they are large (``sqlite_vectors.py``).
+What it costs: about 3.1 KB per chunk at 10^5 chunks (``cam bench structure``;
+docs/benchmarks.md, "Scale"). Per node a record without text (a 16-byte key of it,
+which the check for repeated summary texts needs, and its props as JSON text), per
+edge a dict entry, per replica a record with its members as a sorted tuple. Python's
+containers are the cost to watch: a set of one id is 216 bytes, a set of five 728, a
+tuple of five 80. So the indexes where nearly every key has one id (a node's
+summaries, the nodes of a text, a label's replicas) keep the bare id (``IdSets``),
+and which replica of a node holds a neighbour is looked up in its sorted members, with
+an index only for nodes of several replicas. Every id is interned (``sys.intern``): a
+node's id appears in its edges, replicas and memberships, each read from its own row as
+its own string. The chunks' vectors are held only where the store's own search is a
+round trip away (Neo4j, up to ``neo4j.HELD_VECTORS_MAX`` chunks); the SQLite store
+searches its levels in process, through an approximate index once they are large
+(``sqlite_vectors.py``).
 """
 
 from __future__ import annotations
