@@ -5,10 +5,19 @@ Exact search (``vectors.py``) reads every vector of a level per question: 11.5 m
 10^5 vectors of 384 dimensions on this project's 2-core machine, 132 ms at 10^6. An
 HNSW graph answers in 1-2 ms with a recall@10 of 0.99 at 10^5 (docs/benchmarks.md,
 "Scale"). usearch was chosen over hnswlib and FAISS by measurement
-on real MiniLM vectors: the same speed and recall, half the memory (vectors kept in
-half precision, which cost no measurable recall; 8-bit ones cost 0.12), a prebuilt
-wheel for every platform, and an index file that can be saved and loaded in about a
-second at 10^6 vectors. sqlite-vec, which would have kept the vectors inside the
+on real MiniLM vectors: the same speed and recall, less memory (vectors kept in 8
+bits), a prebuilt wheel for every platform, and an index file that can be saved and
+loaded in about a second at 10^6 vectors.
+
+**8-bit vectors.** The index only proposes candidates: the store scores each again
+from the float32 rows (``sqlite_vectors.RERANK_EXTRA`` more than asked), so what
+matters is whether the true top 10 are among them. At 2x10^5 vectors of real
+structure, against half precision in the same run: 178 MB instead of 306, a build in
+62 s instead of 96, and recall@10 as the store searches 0.988 / 0.999 at ef 512 / 1,024
+(half precision: 0.991 / 0.996) in 1.5 / 2.4 ms instead of 2.5 / 7.5
+(docs/benchmarks.md, "Exact search or an index"). An index file keeps the precision
+it was made with, so a memory indexed before keeps half precision until its files are
+rebuilt. sqlite-vec, which would have kept the vectors inside the
 SQLite file, cannot load into Python builds whose sqlite3 lacks extension loading
 (this project's among them), and searches exactly.
 
@@ -27,13 +36,11 @@ import numpy as np
 
 CONNECTIVITY = 16  # HNSW's M: graph edges per vector
 EXPANSION_ADD = 128  # candidates weighed when a vector is inserted (efConstruction)
-# Candidates weighed per search (ef), by the index's size. On vectors of real
-# structure (cam bench ann; docs/benchmarks.md, "Scale"), recall@10
-# against exact search at 10^5 vectors was 0.914 / 0.973 / 0.984 / 0.997 at ef 64 /
-# 128 / 256 / 512 (median 0.4 / 0.6 / 1.1 / 3.0 ms); at 10^6, 0.822 / 0.884 / 0.943 /
-# 0.980 / 0.990 at ef 128 / 256 / 512 / 1024 / 2048 (p95 1.2 / 1.9 / 3.2 / 6.9 / 11.3
-# ms). The first ef past 0.98 at each size.
-EXPANSION_SEARCH = 256
+# Candidates weighed per search (ef), by the index's size: the first ef whose recall@10
+# as the store searches passed 0.98 on vectors of real structure, in 8 bits (cam bench
+# ann; docs/benchmarks.md, "Exact search or an index"): at 2x10^5 vectors 0.973 /
+# 0.988 at ef 256 / 512.
+EXPANSION_SEARCH = 512
 EXPANSION_SEARCH_LARGE = 1024  # from LARGE_INDEX vectors on
 LARGE_INDEX = 300_000
 
@@ -43,7 +50,7 @@ def expansion_for(size: int) -> int:
 
 
 class ApproximateIndex:
-    """HNSW over cosine, half-precision vectors, integer keys."""
+    """HNSW over cosine, 8-bit vectors, integer keys."""
 
     def __init__(self, dims: int, index: object | None = None) -> None:
         from usearch.index import Index
@@ -55,7 +62,7 @@ class ApproximateIndex:
             else Index(
                 ndim=dims,
                 metric="cos",
-                dtype="f16",
+                dtype="i8",
                 connectivity=CONNECTIVITY,
                 expansion_add=EXPANSION_ADD,
                 expansion_search=EXPANSION_SEARCH,
@@ -115,7 +122,8 @@ class ApproximateIndex:
             self._index.remove(keys)
 
     def vector(self, key: int) -> np.ndarray | None:
-        """The vector held under ``key`` (half precision, widened), or None."""
+        """The vector held under ``key`` as the index keeps it (8 bits, widened: not of
+        unit length), or None."""
         if not self._index.contains(key):
             return None
         return np.asarray(self._index.get(key, dtype="f32"), dtype=np.float32)

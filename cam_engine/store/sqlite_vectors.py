@@ -242,8 +242,14 @@ class SqliteVectors:
         )
         checked = [r for r in rows if r[0] in index][:samples]
         for rowid, blob in checked:
-            stored = index.vector(rowid)
-            if stored is None or float(stored @ _vector(blob)) < 0.99:
+            stored, row = index.vector(rowid), _vector(blob)
+            if stored is None:
+                return False
+            # The index's vector is quantized: compared by angle, not by dot product.
+            cosine = float(stored @ row) / max(
+                1e-12, float(np.linalg.norm(stored) * np.linalg.norm(row))
+            )
+            if cosine < 0.99:
                 return False
         return bool(checked) or not len(index)
 

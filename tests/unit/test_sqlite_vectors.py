@@ -206,6 +206,31 @@ def test_a_file_that_no_longer_matches_its_rows_is_rebuilt(
         assert _agreement(store, 0) >= 0.95
 
 
+def test_a_file_that_matches_its_rows_is_loaded_not_rebuilt(
+    tmp_path: Path, paragraphs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check that a file still matches its rows compares the index's quantized
+    vectors with the rows' by angle: a check that failed every file would rebuild the
+    index on every open (seconds at 10^6 vectors), silently."""
+    db = tmp_path / "m.db"
+    with Memory.open(db, "m", settings=SETTINGS, embedder=EMBEDDER) as memory:
+        _ingest(memory, paragraphs, "book")
+    assert list(Path(f"{db}.vectors").rglob("*.usearch"))  # its chunk level has a file
+    built: list[int] = []
+    build = sqlite_vectors.SqliteVectors._build
+
+    def counted(self: sqlite_vectors.SqliteVectors, level: int, threads: int = 0) -> object:
+        built.append(level)
+        return build(self, level, threads)
+
+    monkeypatch.setattr(sqlite_vectors.SqliteVectors, "_build", counted)
+    with Memory.open(db, "m", settings=SETTINGS, embedder=EMBEDDER) as memory:
+        store = memory.store
+        assert isinstance(store, SqliteStore)
+        assert _agreement(store, 0) >= 0.95
+    assert built == []
+
+
 def test_deleting_the_memory_removes_its_index_files(tmp_path: Path, paragraphs: list[str]) -> None:
     db = tmp_path / "m.db"
     with Memory.open(db, "m", settings=SETTINGS, embedder=EMBEDDER) as memory:
