@@ -21,11 +21,19 @@ from cam_engine.bench.scale_data import SIGMA, read_pool, real_vectors
 from cam_engine.config import Settings
 from cam_engine.embed import load_embedder
 from cam_engine.embed.base import normalize_rows
-from cam_engine.store.ann import EXPANSION_SEARCH, ApproximateIndex
+from cam_engine.store.ann import (
+    EXPANSION_SEARCH,
+    EXPANSION_SEARCH_LARGE,
+    PRECISION,
+    ApproximateIndex,
+)
 from cam_engine.store.sqlite_vectors import RERANK_EXTRA
 
 K = 10
-DEFAULT_EXPANSIONS = f"64,128,{EXPANSION_SEARCH},512"  # cam bench ann --expansion
+# cam bench ann --expansion: about the store's own (ef), and the one for large indexes.
+DEFAULT_EXPANSIONS = ",".join(
+    str(ef) for ef in sorted({128, 256, EXPANSION_SEARCH, EXPANSION_SEARCH_LARGE})
+)
 
 
 def copies(base: np.ndarray, count: int, seed: int = 0) -> np.ndarray:
@@ -70,7 +78,11 @@ def _ms(times: list[float], q: float) -> float:
 
 
 def run(
-    data: Path, count: int, vector_cache: Path | None, expansions: list[int]
+    data: Path,
+    count: int,
+    vector_cache: Path | None,
+    expansions: list[int],
+    precision: str = PRECISION,
 ) -> dict[str, object]:
     settings = Settings()
     if vector_cache is not None:
@@ -86,7 +98,7 @@ def run(
         top = np.argpartition(-scores, K)[:K]
         exact_times.append(time.perf_counter() - start)
         exact.append(set(top.tolist()))
-    index = ApproximateIndex(vectors.shape[1])
+    index = ApproximateIndex(vectors.shape[1], precision=precision)
     start = time.perf_counter()
     index.put(np.arange(count), vectors)
     build_s = time.perf_counter() - start
@@ -100,11 +112,13 @@ def run(
         load_s = time.perf_counter() - start
     return {
         "vectors": count,
+        "precision": precision,
         "cores": os.cpu_count(),
         "exact_p50_ms": _ms(exact_times, 50),
         "exact_p95_ms": _ms(exact_times, 95),
         "by_expansion": searches,
         "build_s": round(build_s, 1),
+        "memory_mb": round(index.memory_bytes / 2**20, 1),
         "file_mb": round(size_mb, 1),
         "load_s": round(load_s, 2),
     }

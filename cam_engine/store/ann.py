@@ -41,6 +41,7 @@ EXPANSION_ADD = 128  # candidates weighed when a vector is inserted (efConstruct
 # ann; docs/benchmarks.md, "Exact search or an index"): at 2x10^5 vectors 0.973 /
 # 0.988 at ef 256 / 512.
 EXPANSION_SEARCH = 512
+PRECISION = "i8"  # of the vectors the index keeps (usearch's dtype; "f16": half)
 EXPANSION_SEARCH_LARGE = 1024  # from LARGE_INDEX vectors on
 LARGE_INDEX = 300_000
 
@@ -52,7 +53,7 @@ def expansion_for(size: int) -> int:
 class ApproximateIndex:
     """HNSW over cosine, 8-bit vectors, integer keys."""
 
-    def __init__(self, dims: int, index: object | None = None) -> None:
+    def __init__(self, dims: int, index: object | None = None, precision: str = PRECISION) -> None:
         from usearch.index import Index
 
         self.dims = dims
@@ -62,7 +63,7 @@ class ApproximateIndex:
             else Index(
                 ndim=dims,
                 metric="cos",
-                dtype="i8",
+                dtype=precision,
                 connectivity=CONNECTIVITY,
                 expansion_add=EXPANSION_ADD,
                 expansion_search=EXPANSION_SEARCH,
@@ -120,6 +121,11 @@ class ApproximateIndex:
         keys = np.asarray([k for k in keys if self._index.contains(k)], dtype=np.uint64)
         if len(keys):
             self._index.remove(keys)
+
+    @property
+    def memory_bytes(self) -> int:
+        """What the index holds in memory: vectors and graph."""
+        return int(self._index.memory_usage)
 
     def vector(self, key: int) -> np.ndarray | None:
         """The vector held under ``key`` as the index keeps it (8 bits, widened: not of
