@@ -136,10 +136,10 @@ def bench_structure(store: str, memory_name: str) -> None:
 )
 @click.option(
     "--precision",
-    type=click.Choice(["i8", "f16"]),
-    default="i8",
+    type=click.Choice(["f16", "i8"]),
+    default="f16",
     show_default=True,
-    help="Of the vectors the index keeps: 8 bits (the store's) or half precision.",
+    help="Of the vectors the index keeps: half precision (the store's) or 8 bits.",
 )
 def bench_ann(
     vectors: int, data: Path, vector_cache: Path, expansion: str | None, precision: str

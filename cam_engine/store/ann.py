@@ -4,27 +4,20 @@ for levels too large to search exactly in time.
 Exact search (``vectors.py``) reads every vector of a level per question: 11.5 ms at
 10^5 vectors of 384 dimensions on this project's 2-core machine, 132 ms at 10^6. An
 HNSW graph answers in 1-2 ms with a recall@10 of 0.99 at 10^5 (docs/benchmarks.md,
-"Scale"). usearch was chosen over hnswlib and FAISS by measurement
-on real MiniLM vectors: the same speed and recall, less memory (vectors kept in 8
-bits), a prebuilt wheel for every platform, and an index file that can be saved and
-loaded in about a second at 10^6 vectors.
+"Scale"). usearch was chosen over hnswlib and FAISS by measurement on real MiniLM
+vectors: the same speed and recall, half the memory (vectors kept in half precision),
+a prebuilt wheel for every platform, and an index file that can be saved and loaded in
+about a second at 10^6 vectors.
 
-**8-bit vectors.** The index only proposes candidates: the store scores each again
-from the float32 rows (``sqlite_vectors.RERANK_EXTRA`` more than asked), so what
-matters is whether the true top 10 are among them. At 2x10^5 vectors of real
-structure, against half precision in the same run: 178 MB instead of 306, a build in
-62 s instead of 96, and recall@10 as the store searches 0.988 / 0.999 at ef 512 / 1,024
-(half precision: 0.991 / 0.996) in 1.5 / 2.4 ms instead of 2.5 / 7.5
-(docs/benchmarks.md, "Exact search or an index"). An index file keeps the precision
-it was made with, so a memory indexed before keeps half precision until its files are
-rebuilt. sqlite-vec, which would have kept the vectors inside the
-SQLite file, cannot load into Python builds whose sqlite3 lacks extension loading
-(this project's among them), and searches exactly.
-
-The index is keyed by integers (the SQLite store uses each node row's rowid) and is
-a cache of vectors the store holds: it can always be rebuilt from them. Inserts run on
-one thread unless told otherwise: usearch's parallel inserts build a different graph
-on each run, and the store needs one graph for one history (sqlite_vectors.py).
+**Half precision, not 8 bits.** The index only proposes candidates: the store scores
+each again from the float32 rows (``sqlite_vectors.RERANK_EXTRA`` more than asked).
+8-bit vectors take less memory (at 10^6 vectors 760 MB) and search faster, and at 2x10^5
+vectors they lose nothing once the candidates are scored again (recall@10 0.999 at ef
+1,024, half precision 0.996); at 10^6 vectors, where each real vector has about 100
+near-copies, their coarser distances misguide the graph search itself: 0.942 / 0.958 /
+0.977 at ef 512 / 1,024 / 2,048, and scoring 40 or 90 more candidates again changes
+none of them, against 0.943 / 0.980 / 0.990 in half precision (docs/benchmarks.md,
+"Exact search or an index"). The recall wanted at 10^6 is 0.98.
 """
 
 from __future__ import annotations
@@ -37,11 +30,11 @@ import numpy as np
 CONNECTIVITY = 16  # HNSW's M: graph edges per vector
 EXPANSION_ADD = 128  # candidates weighed when a vector is inserted (efConstruction)
 # Candidates weighed per search (ef), by the index's size: the first ef whose recall@10
-# as the store searches passed 0.98 on vectors of real structure, in 8 bits (cam bench
-# ann; docs/benchmarks.md, "Exact search or an index"): at 2x10^5 vectors 0.973 /
-# 0.988 at ef 256 / 512.
-EXPANSION_SEARCH = 512
-PRECISION = "i8"  # of the vectors the index keeps (usearch's dtype; "f16": half)
+# as the store searches passed 0.98 on vectors of real structure (cam bench ann;
+# docs/benchmarks.md, "Exact search or an index"): at 10^5 vectors 0.973 / 0.984 at ef
+# 128 / 256, at 10^6 0.943 / 0.980 at ef 512 / 1,024.
+EXPANSION_SEARCH = 256
+PRECISION = "f16"  # of the vectors the index keeps (usearch's dtype; "i8": 8 bits)
 EXPANSION_SEARCH_LARGE = 1024  # from LARGE_INDEX vectors on
 LARGE_INDEX = 300_000
 
@@ -51,7 +44,7 @@ def expansion_for(size: int) -> int:
 
 
 class ApproximateIndex:
-    """HNSW over cosine, 8-bit vectors, integer keys."""
+    """HNSW over cosine, half-precision vectors, integer keys."""
 
     def __init__(self, dims: int, index: object | None = None, precision: str = PRECISION) -> None:
         from usearch.index import Index
@@ -128,8 +121,8 @@ class ApproximateIndex:
         return int(self._index.memory_usage)
 
     def vector(self, key: int) -> np.ndarray | None:
-        """The vector held under ``key`` as the index keeps it (8 bits, widened: not of
-        unit length), or None."""
+        """The vector held under ``key`` as the index keeps it (in half precision, or 8
+        bits, widened: then not of unit length), or None."""
         if not self._index.contains(key):
             return None
         return np.asarray(self._index.get(key, dtype="f32"), dtype=np.float32)

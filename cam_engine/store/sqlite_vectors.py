@@ -245,7 +245,7 @@ class SqliteVectors:
             stored, row = index.vector(rowid), _vector(blob)
             if stored is None:
                 return False
-            # The index's vector is quantized: compared by angle, not by dot product.
+            # The index's vector may be quantized (ann.PRECISION): compared by angle.
             cosine = float(stored @ row) / max(
                 1e-12, float(np.linalg.norm(stored) * np.linalg.norm(row))
             )
