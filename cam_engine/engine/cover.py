@@ -23,7 +23,8 @@ with the structure) and built from the stored groups on a process's first batch.
 small levels at the top (at most ``TOP_SIZE * max_cluster_size`` nodes below them) are
 grouped again in every batch, as below ``REGROUP_ROOTS``. When the clustered levels
 grew or shrank by a level, every covering level would move: the levels are taken down
-and grouped from the kept groups as before (``Cover``), once.
+and grouped from the kept groups as before (``Cover``), once, each level starting from
+its old groups (``SummaryWriter.group``).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from cam_engine import Memory, Settings
 from cam_engine.embed import HashingEmbedder
 from cam_engine.engine import cover, summaries
 from cam_engine.types import COVER
+from tests import invariants
 from tests.conftest import shared_file
 from tests.invariants import check_memory, check_structure_is_stored
 
@@ -163,3 +164,38 @@ def test_taking_down_a_level_removes_the_nodes_that_lost_every_member(tmp_path: 
             assert store.cover_ids(top) == []
             assert report.top_summaries_removed == 2
             assert all(members for _, members in old)
+
+
+def test_a_level_shift_starts_each_covering_level_from_its_old_groups(
+    tmp_path: Path, kept_paths: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the clustered levels grow under kept covering levels, every covering level
+    is written again one level higher, under new ids. Each level above the first still
+    starts from its old groups, read through the nodes that took their places: merged
+    pair by pair from nothing, a level costs the square of its roots (10 minutes and
+    2.7 GB for one batch at 2.2x10^5 chunks). Small limits make a small book show it:
+    with the old groups lost, levels of 175 and 60 roots were merged from nothing."""
+    for module in (summaries, cover, invariants):
+        monkeypatch.setattr(module, "TOP_SIZE", 2)
+    for module in (summaries, cover):
+        monkeypatch.setattr(module, "REGROUP_ROOTS", 6)
+    merged_from_nothing: list[int] = []
+    group_roots = summaries.group_roots
+
+    def spy(vectors: Any, docs: Any, positions: Any, **options: Any) -> Any:
+        if not options.get("start") and not options["regroup"]:
+            merged_from_nothing.append(len(vectors))
+        return group_roots(vectors, docs, positions, **options)
+
+    monkeypatch.setattr(summaries, "group_roots", spy)
+    words = shared_file("haystacks/gutenberg/pg84.txt").read_text(encoding="utf-8").split()
+    settings = Settings(
+        embed_model=EMBEDDER.name, alpha=0.6, theta=0.35, chunk_tokens=40, max_cluster_size=3
+    )
+    with Memory.open(tmp_path / "m.db", "t", settings=settings, embedder=EMBEDDER) as m:
+        m.ingest_text(" ".join(words[:3000]), "first", batch_size=64)
+        m.ingest_text(
+            " ".join(words[3000:15000]), "book", batch_size=16, on_batch=checked(m, settings)
+        )
+    assert kept_paths.count("regrouped") >= 5, "clustered levels grew under kept levels"
+    assert max(merged_from_nothing) < 30, merged_from_nothing
