@@ -102,10 +102,10 @@ def bench_structure(store: str, memory_name: str) -> None:
     """Read an existing memory's structure as a writer's first batch does, search each
     level once, and print the time and resident memory each took (STORE: a SQLite
     file, or a bolt:// or neo4j:// URI)."""
+    from cam_engine import Memory
     from cam_engine.bench import structure_memory
-    from cam_engine.store.base import is_neo4j_uri
 
-    if not is_neo4j_uri(store) and not Path(store).is_file():
+    if not Memory.is_neo4j_location(store) and not Path(store).is_file():
         raise click.BadParameter(f"no SQLite file at {store}", param_hint="STORE")
     try:
         click.echo(json.dumps(structure_memory.run(store, memory_name)))
