@@ -137,12 +137,11 @@ def bench_structure(store: str, memory_name: str) -> None:
 @click.option(
     "--precision",
     type=click.Choice(["f16", "i8"]),
-    default="f16",
-    show_default=True,
-    help="Of the vectors the index keeps: half precision (the store's) or 8 bits.",
+    help="Of the vectors the index keeps: half precision or 8 bits (default: the store's, "
+    "half precision).",
 )
 def bench_ann(
-    vectors: int, data: Path, vector_cache: Path, expansion: str | None, precision: str
+    vectors: int, data: Path, vector_cache: Path, expansion: str | None, precision: str | None
 ) -> None:
     """The approximate vector index alone: recall@10 and latency against exact search."""
     from cam_engine.bench import ann
@@ -151,7 +150,9 @@ def bench_ann(
         expansions = [int(ef) for ef in (expansion or ann.DEFAULT_EXPANSIONS).split(",")]
     except ValueError:
         raise click.BadParameter(f"not integers: {expansion}", param_hint="--expansion") from None
-    click.echo(json.dumps(ann.run(data, vectors, vector_cache, expansions, precision)))
+    click.echo(
+        json.dumps(ann.run(data, vectors, vector_cache, expansions, precision or ann.PRECISION))
+    )
 
 
 @click.command("names", short_help="Name extraction on a book: names per chunk, speed.")

@@ -12,6 +12,19 @@ def shared_data_dir() -> Path:
     return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
+def process_mb(field: str = "VmRSS") -> float:
+    """One memory figure of this process from /proc/self/status, in MB: ``VmRSS`` (resident
+    now) or ``VmHWM`` (the peak resident); NaN where the kernel gives none (not Linux)."""
+    try:
+        lines = Path("/proc/self/status").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return float("nan")
+    for line in lines:
+        if line.startswith(field + ":"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def print_figures(
     figures: Mapping[str, Any],
     out: Path | None = None,

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from cam_engine.bench import process_mb
 from cam_engine.bench.ingest import _engine_seconds, _phase_totals
 from cam_engine.bench.scale_data import (
     UNITS_PER_DOCUMENT,
@@ -71,13 +72,6 @@ def checkpoints(chunks: int) -> list[int]:
     """The decades up to ``chunks``, and ``chunks`` itself."""
     points = [d for d in DECADES if d < chunks]
     return [*points, chunks]
-
-
-def _status_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
 
 
 def _store_mb(location: str | Path) -> float | None:
@@ -152,7 +146,7 @@ def run(
                     "chunks": added,
                     "seconds": round(time.perf_counter() - started, 1),
                     "engine_ms_per_chunk_last100": round(ms, 3),
-                    "rss_mb": _status_mb("VmRSS"),
+                    "rss_mb": process_mb("VmRSS"),
                 }
             )
 
@@ -182,8 +176,8 @@ def run(
                 "store": backend_name(str(location)),
                 "ingest_s": round(time.perf_counter() - started, 1),
                 **_batch_figures(reports[-10:]),
-                "rss_mb": _status_mb("VmRSS"),
-                "peak_rss_mb": _status_mb("VmHWM"),
+                "rss_mb": process_mb("VmRSS"),
+                "peak_rss_mb": process_mb("VmHWM"),
                 "store_mb": _store_mb(location),
                 **_localize_figures(memory, pool, question_vectors),
                 **_ask_figures(memory, pool),

@@ -18,24 +18,20 @@ from typing import Any
 
 import numpy as np
 
+from cam_engine.bench import process_mb
 from cam_engine.store.base import open_store
 from cam_engine.store.structure import GraphStructure
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm", encoding="ascii") as statm:
-        return int(statm.read().split()[1]) * 4096 / 2**20
 
 
 def run(location: str | Path, name: str) -> dict[str, Any]:
     store = open_store(location, name, create=False)
     try:
-        before = _rss_mb()
+        before = process_mb()
         start = time.perf_counter()
         structure = store.read_snapshot(lambda: GraphStructure.from_rows(store.read_structure()))
         read_s = time.perf_counter() - start
         gc.collect()
-        after_structure = _rss_mb()
+        after_structure = process_mb()
         levels = sorted(structure.by_level)
         dims = int((structure.settings or {}).get("embed_dim") or 384)
         question = np.random.default_rng(0).standard_normal(dims).astype(np.float32)
@@ -44,7 +40,7 @@ def run(location: str | Path, name: str) -> dict[str, Any]:
         for level in levels:
             store.nearest(level, question[None, :], 10)
         first_search_s = time.perf_counter() - start
-        after_indexes = _rss_mb()
+        after_indexes = process_mb()
     finally:
         store.close()
     chunks = len(structure.by_level.get(0, ()))

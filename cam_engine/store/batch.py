@@ -30,7 +30,7 @@ import numpy as np
 from cam_engine.faults import checkpoint
 from cam_engine.store.base import DocumentRecord, GraphStore
 from cam_engine.store.change import GraphChange
-from cam_engine.store.structure import GraphStructure, NodeInfo, text_key
+from cam_engine.store.structure import GraphStructure, HeldReplica, NodeInfo, text_key
 from cam_engine.store.vectors import VectorMatrix
 from cam_engine.types import Edge, Node, Replica
 
@@ -135,6 +135,11 @@ class BatchStore:
         self._deleted_chunks: set[str] = set()  # those of them at level 0
         self._deleted_as: dict[str, _Deleted] = {}  # stored nodes as this batch deleted them
         self._regrouped: set[str] = set()  # summaries whose members this batch changed
+        # Replicas handed out this batch, each beside the held replica it was made from:
+        # one batch asks for the same replicas many times (seeds, edges, labels), and
+        # making a Replica's frozenset was 6% of a batch at 10^5 chunks. A held replica
+        # is replaced, never changed, so a changed one is told by identity.
+        self._made: dict[str, tuple[HeldReplica, Replica]] = {}
 
     def nodes_seen(self) -> list[Node]:
         """The nodes this batch read or wrote, as they are now."""
@@ -373,17 +378,23 @@ class BatchStore:
         for node_id in dict.fromkeys(node_ids):
             held = self._structure.of_node.get(node_id)
             if held:
-                result[node_id] = [self._structure.replicas[i].replica() for i in held]
+                result[node_id] = [self._replica(self._structure.replicas[i]) for i in held]
         return result
 
     def replicas_by_id(self, ids: Iterable[str]) -> dict[str, Replica]:
         held = self._structure.replicas
-        return {i: held[i].replica() for i in ids if i in held}
+        return {i: self._replica(held[i]) for i in ids if i in held}
 
     def replicas_with_labels(self, labels: Iterable[str]) -> list[Replica]:
         by_label = self._structure.by_label
         ids = {i for label in set(labels) for i in by_label.get(label)}
-        return [self._structure.replicas[i].replica() for i in sorted(ids)]
+        return [self._replica(self._structure.replicas[i]) for i in sorted(ids)]
+
+    def _replica(self, held: HeldReplica) -> Replica:
+        made = self._made.get(held.id)
+        if made is None or made[0] is not held:
+            made = self._made[held.id] = (held, held.replica())
+        return made[1]
 
     def upsert_replicas(self, replicas: Sequence[Replica]) -> None:
         for r in replicas:
